@@ -1,0 +1,323 @@
+"""Validate contracts against the official ODCS JSON Schema, judged by each file's own apiVersion.
+
+The schema is loaded at run time from the `open-data-contract-standard` package, which ships the
+v3.2.0 schema, and compiled once with `jsonschema-rs` (about 400x faster than `jsonschema` here).
+Two things make one schema answer for every v3 version:
+
+* In-memory repair of bitol-io/open-data-contract-standard#322: the `map` branch of a property
+  lacks `required: [logicalType]`, so every property without a `logicalType` was rejected. We add
+  the guard exactly as upstream's fix (PR #324) does.
+* `VERSION_GATES`: what each version added. A v3.0/v3.1 document that uses a later feature is
+  refused, except that v3.0-labelled documents written in v3.1 vocabulary are accepted with a
+  warning (they are common in the wild). v3.0 documents are normalised before validation.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Callable, Iterator
+
+import jsonschema_rs
+
+from dq_contracts.loader import LoadedDocument
+from dq_contracts.normalise import OPERATORS, Rewrite, normalise, quality_items
+from dq_contracts.paths import Parts, named_path, pointer
+from dq_contracts.problems import Problem
+
+SCHEMA_PACKAGE = "open_data_contract_standard"
+KNOWN_MINORS = {0: "v3.0.2", 1: "v3.1.0", 2: "v3.2.0"}
+NEWEST_MINOR = max(KNOWN_MINORS)
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+.].*)?$")
+
+
+@dataclass
+class ValidatedContract:
+    """A document that passed validation, in v3.1+ vocabulary, with what was rewritten."""
+
+    source: LoadedDocument
+    api_version: str
+    minor: int
+    document: dict[str, Any]  # normalised copy: compile this
+    rewrites: list[Rewrite] = field(default_factory=list)
+
+    @property
+    def file(self) -> str:
+        return self.source.file
+
+
+@lru_cache(maxsize=1)
+def official_schema() -> dict[str, Any]:
+    text = resources.files(SCHEMA_PACKAGE).joinpath("schema.json").read_text(encoding="utf-8")
+    schema = json.loads(text)
+    _repair_map_guard(schema)
+    return schema
+
+
+def _repair_map_guard(schema: dict[str, Any]) -> None:
+    """bitol-io/open-data-contract-standard#322: `if logicalType == map` must require logicalType."""
+    for branch in schema.get("$defs", {}).get("SchemaBaseProperty", {}).get("allOf", []):
+        condition = branch.get("if") if isinstance(branch, dict) else None
+        logical = (condition or {}).get("properties", {}).get("logicalType", {})
+        if logical.get("const") == "map" and "required" in branch.get("then", {}):
+            condition.setdefault("required", ["logicalType"])
+
+
+@lru_cache(maxsize=1)
+def _validator() -> Any:
+    return jsonschema_rs.Draft201909Validator(official_schema())
+
+
+def parse_api_version(value: Any) -> tuple[int, int] | None:
+    match = _VERSION.match(value) if isinstance(value, str) else None
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+# --- what each version added -------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    since: tuple[int, int, int]  # the first version that allows the feature
+    describe: str
+    find: Callable[[dict], Iterator[Parts]]
+
+
+def _properties(document: dict) -> Iterator[tuple[list[str | int], dict]]:
+    def walk(props: Any, base: list[str | int]):
+        for i, prop in enumerate(props if isinstance(props, list) else []):
+            if isinstance(prop, dict):
+                here = [*base, "properties", i]
+                yield here, prop
+                yield from walk(prop.get("properties"), here)
+
+    for oi, obj in enumerate(document.get("schema") or [] if isinstance(document.get("schema"), list) else []):
+        if isinstance(obj, dict):
+            yield from walk(obj.get("properties"), ["schema", oi])
+
+
+def _objects(document: dict) -> Iterator[tuple[list[str | int], dict]]:
+    schema = document.get("schema")
+    for oi, obj in enumerate(schema if isinstance(schema, list) else []):
+        if isinstance(obj, dict):
+            yield ["schema", oi], obj
+
+
+def _property_key(key: str) -> Callable[[dict], Iterator[Parts]]:
+    return lambda doc: ([*p, key] for p, prop in _properties(doc) if key in prop)
+
+
+def _object_key(key: str) -> Callable[[dict], Iterator[Parts]]:
+    return lambda doc: ([*p, key] for p, obj in _objects(doc) if key in obj)
+
+
+def _logical_type(*names: str) -> Callable[[dict], Iterator[Parts]]:
+    return lambda doc: ([*p, "logicalType"] for p, prop in _properties(doc) if prop.get("logicalType") in names)
+
+
+def _top_key(key: str) -> Callable[[dict], Iterator[Parts]]:
+    return lambda doc: iter([[key]] if key in doc else [])
+
+
+def _missing_status(doc: dict) -> Iterator[Parts]:
+    return iter([] if "status" in doc else [["status"]])
+
+
+def _team_object(doc: dict) -> Iterator[Parts]:
+    return iter([["team"]] if isinstance(doc.get("team"), dict) else [])
+
+
+def _quality_key(*keys: str) -> Callable[[dict], Iterator[Parts]]:
+    return lambda doc: ([*p, k] for p, rule in quality_items(doc) for k in keys if k in rule)
+
+
+def _bound_values(doc: dict) -> Iterator[Parts]:
+    for p, prop in _properties(doc):
+        options = prop.get("logicalTypeOptions")
+        if isinstance(options, dict):
+            for key in ("exclusiveMinimum", "exclusiveMaximum"):
+                if key in options and not isinstance(options[key], bool):
+                    yield [*p, "logicalTypeOptions", key]
+
+
+def _sla_key(*keys: str) -> Callable[[dict], Iterator[Parts]]:
+    def find(doc: dict) -> Iterator[Parts]:
+        for i, sla in enumerate(doc.get("slaProperties") or []):
+            if isinstance(sla, dict):
+                yield from ([ "slaProperties", i, k] for k in keys if k in sla)
+    return find
+
+
+VERSION_GATES: tuple[Gate, ...] = (
+    Gate((3, 0, 1), "top-level authoritativeDefinitions", _top_key("authoritativeDefinitions")),
+    Gate((3, 0, 2), "property physicalName", _property_key("physicalName")),
+    Gate((3, 1, 0), "quality metric (v3.0 says rule)", _quality_key("metric", "arguments")),
+    Gate((3, 1, 0), "team as an object", _team_object),
+    Gate((3, 1, 0), "relationships", lambda d: (*_property_key("relationships")(d), *_object_key("relationships")(d))),
+    Gate((3, 1, 0), "logicalType timestamp/time", _logical_type("timestamp", "time")),
+    Gate((3, 1, 0), "exclusiveMinimum/exclusiveMaximum as a bound value", _bound_values),
+    Gate((3, 1, 0), "SLA schedule, scheduler, description", _sla_key("schedule", "scheduler", "description")),
+    Gate((3, 2, 0), "property enum", _property_key("enum")),
+    Gate((3, 2, 0), "logicalType map/vector", _logical_type("map", "vector")),
+    Gate((3, 2, 0), "semanticType", _property_key("semanticType")),
+    Gate((3, 2, 0), "synonyms", _object_key("synonyms")),
+    Gate((3, 2, 0), "context", lambda d: (*_top_key("context")(d), *_object_key("context")(d))),
+    Gate((3, 2, 0), "a missing status (required before v3.2)", _missing_status),
+)
+
+
+# --- messages -----------------------------------------------------------------------------------
+
+_UNEXPECTED = re.compile(r"\((.*) (?:was|were) unexpected\)")
+_QUOTED = re.compile(r"'([^']*)'")
+
+
+def _plain(error: Any) -> list[tuple[list[str | int], str]]:
+    """(extra path parts, plain message) for one jsonschema-rs error."""
+    kind = type(error.kind).__name__
+    message = error.message
+    if kind in ("AdditionalProperties", "UnevaluatedProperties"):
+        found = _UNEXPECTED.search(message)
+        keys = _QUOTED.findall(found.group(1)) if found else []
+        if keys:
+            return [([key], "unexpected key: not part of the ODCS schema here") for key in keys]
+    if kind == "Required":
+        key = re.findall(r'"([^"]*)"', message) or [message]
+        return [([], f"missing required key '{key[0]}'")]
+    if kind == "OneOf" or kind.startswith("OneOf"):
+        present = [op for op in OPERATORS if isinstance(error.instance, dict) and op in error.instance]
+        if len(present) > 1:
+            return [([], f"give exactly one operator, found {len(present)}: {', '.join(present)}")]
+        if isinstance(error.instance, dict) and not present and (
+            "metric" in error.instance or error.instance.get("type") in ("library", "sql")
+        ):
+            return [([], f"a library or sql rule needs exactly one operator ({', '.join(OPERATORS)})")]
+    if "is not valid under any of the schemas" in message:
+        return [([], "does not match any of the forms the ODCS schema allows here")]
+    if len(message) > 300:
+        message = message[:300] + "…"
+    return [([], message)]
+
+
+def _dedupe_unevaluated(errors: list[tuple[list, str, str]]) -> list[tuple[list, str, str]]:
+    # "unexpected key" is noise when the same key already has a precise error (e.g. a bad metric).
+    precise = {tuple(p) for p, m, k in errors if k != "unexpected"}
+    seen: set[tuple] = set()
+    out = []
+    for parts, message, kind in errors:
+        key = (tuple(parts), message)
+        if key in seen or (kind == "unexpected" and tuple(parts) in precise):
+            continue
+        seen.add(key)
+        out.append((parts, message, kind))
+    return out
+
+
+# --- entry point --------------------------------------------------------------------------------
+
+def validate_document(source: LoadedDocument) -> tuple[ValidatedContract | None, list[Problem]]:
+    data = source.data
+    problems: list[Problem] = []
+
+    def problem(parts: Parts, message: str, severity: str = "error") -> Problem:
+        return Problem(source.file, message, named_path(data, parts), source.line_of(parts), severity)
+
+    raw_version = data.get("apiVersion")
+    version = parse_api_version(raw_version)
+    if raw_version is None:
+        return None, [problem([], "missing required key 'apiVersion' (e.g. apiVersion: v3.1.0)")]
+    if version is None:
+        return None, [problem(["apiVersion"], f"'{raw_version}' is not a version like v3.1.0")]
+    major, minor = version
+    if major == 2:
+        return None, [problem(["apiVersion"], f"{raw_version} is ODCS v2, which this tool does not read; "
+                             "migrate the contract to v3 (see Bitol's v2 → v3 migration notes in the "
+                             "ODCS documentation) and set apiVersion: v3.1.0")]
+    if major != 3:
+        return None, [problem(["apiVersion"], f"{raw_version} is not supported: this tool reads ODCS v3.0 "
+                             f"to v3.{NEWEST_MINOR}; a newer major version needs a newer dq-contracts")]
+    if minor > NEWEST_MINOR:
+        problems.append(problem(["apiVersion"], f"{raw_version} is newer than the newest version known "
+                                f"here ({KNOWN_MINORS[NEWEST_MINOR]}); validated as {KNOWN_MINORS[NEWEST_MINOR]}",
+                                "warning"))
+    patch_match = _VERSION.match(raw_version)
+    patch = int(patch_match.group(3) or 0) if patch_match else 0
+    written = (3, minor, patch)
+
+    document, rewrites = normalise(data) if minor == 0 else (data, [])
+    view = copy.deepcopy(document) if minor == 0 else document
+    ignored: list[tuple] = []
+    open_prefixes: list[tuple] = []
+    if minor == 0:
+        ignored, open_prefixes = _relax_v30(view)
+    view = dict(view)
+    view["apiVersion"] = KNOWN_MINORS[min(minor, NEWEST_MINOR)]
+
+    # version gates: features newer than the document's own version
+    for gate in VERSION_GATES:
+        if written >= gate.since:
+            continue
+        for parts in gate.find(data):
+            if minor == 0 and gate.since[:2] == (3, 1):
+                problems.append(problem(parts, f"{gate.describe} is v3.1 vocabulary in a {raw_version} "
+                                        "contract; accepted, but set apiVersion: v3.1.0", "warning"))
+            else:
+                since = "v%d.%d.%d" % gate.since
+                problems.append(problem(parts, f"{gate.describe} is not allowed before {since}; "
+                                        f"this contract says {raw_version}"))
+
+    errors: list[tuple[list, str, str]] = []
+    for error in _validator().iter_errors(view):
+        parts = list(error.instance_path)
+        if any(tuple(parts[: len(prefix)]) == prefix for prefix in ignored):
+            continue
+        for extra, message in _plain(error):
+            kind = "unexpected" if message.startswith("unexpected key") else "other"
+            if kind == "unexpected" and any(tuple(parts[: len(p)]) == p for p in open_prefixes):
+                continue  # v3.0 leaves these objects open
+            if "operator" in message and tuple(parts) in open_prefixes:
+                continue  # v3.0 allows a rule without an operator
+            errors.append(([*parts, *extra], message, kind))
+    for parts, message, _ in _dedupe_unevaluated(errors):
+        problems.append(problem(parts, message))
+
+    if any(p.severity == "error" for p in problems):
+        return None, problems
+    return ValidatedContract(source, str(raw_version), minor, document, rewrites), problems
+
+
+def _relax_v30(view: dict) -> tuple[list[tuple], list[tuple]]:
+    """v3.0 leaves quality rules, SLA items and servers open; relax the v3.1+ schema to match.
+
+    Returns the prefixes whose schema errors do not apply to v3.0 at all (rules whose free-text
+    v3.0 `rule` has no v3.1 metric), and the prefixes of objects that v3.0 leaves open to extra
+    keys. Extra operators are trimmed from this validation copy only: v3.0 allows several.
+    """
+    ignored: list[tuple] = []
+    open_prefixes: list[tuple] = []
+    for parts, rule in quality_items(view):
+        open_prefixes.append(tuple(parts))
+        present = [op for op in OPERATORS if op in rule]
+        for op in present[1:]:
+            del rule[op]
+        if "rule" in rule and "metric" not in rule:
+            ignored.append(tuple(parts))
+    for key in ("slaProperties", "servers"):
+        items = view.get(key)
+        for i, _ in enumerate(items if isinstance(items, list) else []):
+            open_prefixes.append((key, i))
+    team = view.get("team")
+    if isinstance(team, list):  # v3.0 team members are open and need no username
+        for member in team:
+            if isinstance(member, dict):
+                for extra in [k for k in member if k not in _TEAM_MEMBER_KEYS]:
+                    del member[extra]
+                member.setdefault("username", "")
+    return ignored, open_prefixes
+
+
+_TEAM_MEMBER_KEYS = {"id", "username", "name", "description", "role", "dateIn", "dateOut",
+                     "replacedByUsername", "tags", "customProperties", "authoritativeDefinitions"}
