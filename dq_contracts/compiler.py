@@ -1,0 +1,843 @@
+"""Compile a validated contract into a plan: checks, freshness policies, schedules, not-enforced.
+
+The clause table `CLAUSES` maps each kind of ODCS clause to one small function returning a
+`CheckPlan` or a `NotEnforced`. `compile_contract` only finds clauses and dispatches; it has no
+knowledge of what any clause means.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Iterable
+
+from croniter import croniter
+
+from dq_contracts.normalise import OPERATORS
+from dq_contracts.paths import named_path, pointer
+from dq_contracts.plans import (
+    ERROR,
+    WARN,
+    CheckPlan,
+    ColumnPlan,
+    Condition,
+    ContractPlan,
+    FreshnessPlan,
+    NotEnforced,
+    ObjectPlan,
+    SchedulePlan,
+)
+from dq_contracts.problems import Problem
+from dq_contracts.sqlrules import judge_sql_rule
+from dq_contracts.validate import ValidatedContract
+
+# --- closed sets ----------------------------------------------------------------------------------
+
+REASONS = {
+    "not_data_quality": "describes the service, not the data",
+    "prose": "a text rule is prose for people; nothing to execute",
+    "custom_engine": "a custom rule runs in another engine",
+    "unknown_v30_rule": "a v3.0 rule name with no v3.1 metric equivalent",
+    "unsupported_option": "this logicalTypeOptions key has no check",
+    "unknown_format": "a format this tool has no pattern for",
+    "nested_property": "checks on nested properties are not supported",
+    "not_a_table": "the object is not a table or view",
+    "no_sql_server": "none of the contract's servers is a SQL database",
+    "no_columns": "the object declares no columns",
+    "needs_property": "the metric needs a property (column)",
+    "target_elsewhere": "the referenced table is not in a contract on the same server",
+    "unknown_element": "the SLA element names no declared column",
+    "unknown_unit": "the unit is not a time unit this tool knows",
+    "ambiguous_unit": "the unit is ambiguous",
+    "sql_not_read_only": "the SQL rule is not one read-only SELECT",
+    "unsupported_unit": "the rule's unit is neither rows nor percent",
+    "not_comparable": "the operator's value cannot be compared with a number",
+}
+
+SQL_SERVER_TYPES = {
+    "duckdb", "postgres", "postgresql", "mysql", "snowflake", "sqlserver", "redshift", "bigquery",
+    "databricks", "trino", "presto", "oracle", "clickhouse", "vertica", "db2", "athena", "synapse",
+    "cloudsql", "hive", "impala", "sqlite", "exasol", "teradata", "hana", "denodo", "dremio",
+}
+TABLE_TYPES = {"table", "view", "materialized view", "materialized_view", "materializedview"}
+
+# Time units for SLA latency, in seconds. A bare `m` is refused: it means minutes in some tools
+# and months in others.
+TIME_UNITS = {
+    **dict.fromkeys(["ms", "millisecond", "milliseconds"], 0.001),
+    **dict.fromkeys(["s", "sec", "secs", "second", "seconds"], 1),
+    **dict.fromkeys(["min", "mins", "minute", "minutes"], 60),
+    **dict.fromkeys(["h", "hr", "hrs", "hour", "hours"], 3600),
+    **dict.fromkeys(["d", "day", "days"], 86400),
+    **dict.fromkeys(["w", "wk", "week", "weeks"], 7 * 86400),
+    **dict.fromkeys(["mo", "month", "months"], 30 * 86400),
+    **dict.fromkeys(["y", "yr", "yrs", "year", "years"], 365 * 86400),
+}
+AMBIGUOUS_UNITS = {"m": "minutes or months? write `min` or `mo`"}
+
+LATENCY_PROPERTIES = {"latency", "ly", "freshness"}
+SLA_REASONS = {
+    "frequency": "a cadence of updates is not a ceiling on staleness; use latency for freshness",
+    "fy": "a cadence of updates is not a ceiling on staleness; use latency for freshness",
+    "retention": "a retention period governs deletion, not data quality",
+    "re": "a retention period governs deletion, not data quality",
+    "availability": "a platform availability target, not a property of the data",
+    "throughput": "a platform throughput target, not a property of the data",
+    "errorrate": "a platform error rate, not a property of the data",
+    "generalavailability": "a lifecycle date, not a data check",
+    "endofsupport": "a lifecycle date, not a data check",
+    "endoflife": "a lifecycle date, not a data check",
+    "timeofavailability": "a time of day for delivery, not a staleness ceiling",
+    "timetodetect": "an incident-response target, not a data check",
+    "timetonotify": "an incident-response target, not a data check",
+    "timetorepair": "an incident-response target, not a data check",
+}
+
+# Patterns for well-known string formats, written for both POSIX (PostgreSQL) and RE2 (DuckDB).
+FORMAT_PATTERNS = {
+    "email": r"^[^@[:space:]]+@[^@[:space:]]+\.[^@[:space:]]+$",
+    "uuid": r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
+    "ipv4": r"^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])$",
+    "hostname": r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$",
+    "uri": r"^[A-Za-z][A-Za-z0-9+.-]*:[^[:space:]]+$",
+}
+
+PLACEHOLDERS = {"object", "table", "model", "property", "column", "field"}
+
+
+def severity_of(rule: dict[str, Any]) -> str:
+    """ODCS `severity` → Dagster severity: info/warning(s) → WARN; anything else → ERROR."""
+    value = str(rule.get("severity") or "").strip().lower()
+    return WARN if value in ("info", "warning", "warn", "warnings", "information") else ERROR
+
+
+def dagster_name(text: str) -> str:
+    """A valid Dagster name ([a-z0-9_]) from any text; `__` separates parts, so runs of 3+ go."""
+    name = re.sub(r"[^a-z0-9_]", "_", text.strip().lower())
+    name = re.sub(r"_{3,}", "__", name).strip("_")
+    return name or "x"
+
+
+def snake(text: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", text).lower()
+
+
+# --- the clause context ---------------------------------------------------------------------------
+
+@dataclass
+class Clause:
+    """One clause found in the document, with everything a clause function needs."""
+
+    kind: str
+    parts: list[str | int]
+    value: Any
+    obj: dict[str, Any]
+    object_name: str
+    prop: dict[str, Any] | None
+    contract: "_Compiling"
+
+    @property
+    def pointer(self) -> str:
+        return pointer(self.parts)
+
+    @property
+    def column(self) -> str | None:
+        if self.prop is None:
+            return None
+        return str(self.prop.get("physicalName") or self.prop.get("name"))
+
+    @property
+    def property_name(self) -> str | None:
+        return None if self.prop is None else str(self.prop.get("name"))
+
+    def check(self, kind: str, suffix: str, description: str, *, rule: dict | None = None,
+              conditions: tuple[Condition, ...] = (Condition("mustBe", 0),),
+              params: dict | None = None, severity: str | None = None, unit: str = "rows") -> CheckPlan:
+        rule = rule or {}
+        default = f"{dagster_name(self.property_name)}__{suffix}" if self.prop is not None else suffix
+        explicit = rule.get("id") or rule.get("name")
+        return CheckPlan(
+            name=dagster_name(str(explicit)) if explicit else default,
+            kind=kind,
+            clause=self.pointer,
+            clauses=(self.pointer,),
+            object=self.object_name,
+            property=self.property_name,
+            severity=severity or (severity_of(rule) if rule else ERROR),
+            description=description,
+            conditions=conditions,
+            unit=unit,
+            dimension=rule.get("dimension"),
+            params={"column": self.column, **(params or {})},
+            rule_name=str(explicit) if explicit else None,
+        )
+
+    def skip(self, code: str, detail: str = "") -> NotEnforced:
+        reason = REASONS[code] + (f": {detail}" if detail else "")
+        return NotEnforced(self.pointer, code, reason, self.object_name)
+
+    def where(self) -> str:
+        return f"{self.object_name}.{self.property_name}" if self.prop is not None else self.object_name
+
+
+Outcome = CheckPlan | NotEnforced
+
+
+# --- property clauses -----------------------------------------------------------------------------
+
+def _required(c: Clause) -> Outcome:
+    return c.check("not_null", "not_null", f"{c.where()} required: no NULL values")
+
+
+def _unique(c: Clause) -> Outcome:
+    return c.check("unique", "unique", f"{c.where()} unique: no duplicate non-NULL values",
+                   params={"columns": [c.column]})
+
+
+def _bound(key: str) -> Callable[[Clause], Outcome]:
+    lower = key in ("minimum", "exclusiveMinimum")
+    strict = key.startswith("exclusive")
+
+    def compile_bound(c: Clause) -> Outcome:
+        logical = c.prop.get("logicalType") if c.prop else None
+        if logical in ("integer", "number") and (isinstance(c.value, bool) or not isinstance(c.value, (int, float))):
+            return c.skip("not_comparable", f"{key}: {c.value!r}")
+        sign = (">" if strict else "≥") if lower else ("<" if strict else "≤")
+        return c.check("range", snake(key), f"{c.where()} {key}: every value {sign} {c.value}",
+                       params={"bound": c.value, "lower": lower, "strict": strict, "logical_type": logical})
+
+    return compile_bound
+
+
+def _length(key: str) -> Callable[[Clause], Outcome]:
+    def compile_length(c: Clause) -> Outcome:
+        lower = key == "minLength"
+        sign = "≥" if lower else "≤"
+        return c.check("length", snake(key), f"{c.where()} {key}: every value's length {sign} {c.value}",
+                       params={"bound": int(c.value), "lower": lower})
+    return compile_length
+
+
+def _pattern(c: Clause) -> Outcome:
+    return c.check("pattern", "pattern", f"{c.where()} pattern: every non-NULL value matches {c.value}",
+                   params={"pattern": str(c.value)})
+
+
+def _format(c: Clause) -> Outcome:
+    logical = c.prop.get("logicalType") if c.prop else None
+    pattern = FORMAT_PATTERNS.get(str(c.value).lower()) if logical in (None, "string") else None
+    if pattern is None:
+        return c.skip("unknown_format", f"{c.value!r} ({logical or 'untyped'})")
+    return c.check("pattern", "format", f"{c.where()} format {c.value}: every non-NULL value is one",
+                   params={"pattern": pattern, "format": str(c.value)})
+
+
+def _multiple_of(c: Clause) -> Outcome:
+    if isinstance(c.value, bool) or not isinstance(c.value, (int, float)) or c.value <= 0:
+        return c.skip("not_comparable", f"multipleOf: {c.value!r}")
+    return c.check("multiple_of", "multiple_of", f"{c.where()} multipleOf {c.value}",
+                   params={"divisor": c.value})
+
+
+def _other_option(c: Clause) -> Outcome:
+    return c.skip("unsupported_option", str(c.parts[-1]))
+
+
+def _enum(c: Clause) -> Outcome:
+    values = [e.get("value") if isinstance(e, dict) else e for e in c.value]
+    return c.check("accepted_values", "accepted_values",
+                   f"{c.where()} enum: every non-NULL value is one of {len(values)} values",
+                   params={"values": values})
+
+
+def _relationship(c: Clause) -> Outcome:
+    rel = c.value
+    sources = rel.get("from") if c.prop is None else c.column
+    targets = rel.get("to")
+    if isinstance(targets, str):
+        targets = [targets]
+    if isinstance(sources, str) or sources is None:
+        sources = [sources] if sources else []
+    resolved_sources = []
+    for source in sources:
+        found = c.contract.resolve_column(str(source)) if c.prop is None else (c.object_name, c.column)
+        if found is None:
+            return c.skip("target_elsewhere", f"source {source!r} is not a declared column")
+        resolved_sources.append(found[1])
+    resolved = [c.contract.resolve_column(str(t)) for t in targets or []]
+    if not resolved or any(r is None for r in resolved) or len({r[0] for r in resolved}) != 1:
+        return c.skip("target_elsewhere", f"{rel.get('to')!r}")
+    target_object = c.contract.object_by_name[resolved[0][0]]
+    if len(resolved_sources) != len(resolved):
+        return c.skip("target_elsewhere", "from and to have different lengths")
+    label = ", ".join(resolved_sources)
+    suffix = "references_" + dagster_name(resolved[0][0])
+    plan = c.check("relationship", suffix,
+                   f"{c.object_name}({label}) references {resolved[0][0]}({', '.join(r[1] for r in resolved)})",
+                   params={"columns": resolved_sources, "target_object": resolved[0][0],
+                           "target_table": str(target_object.get("physicalName") or target_object.get("name")),
+                           "target_columns": [r[1] for r in resolved]})
+    if c.prop is None:
+        plan = replace(plan, name=dagster_name("__".join(resolved_sources)) + "__" + suffix)
+    return plan
+
+
+# --- quality rules --------------------------------------------------------------------------------
+
+def _conditions(rule: dict[str, Any]) -> tuple[Condition, ...] | str:
+    out = []
+    for op in OPERATORS:
+        if op not in rule:
+            continue
+        value = rule[op]
+        if op in ("mustBeBetween", "mustNotBeBetween"):
+            if not (isinstance(value, list) and len(value) == 2
+                    and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)):
+                return f"{op} needs two numbers, got {value!r}"
+            value = (min(value), max(value))
+        elif op not in ("mustBe", "mustNotBe") and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            return f"{op} needs a number, got {value!r}"
+        out.append(Condition(op, value))
+    return tuple(out)
+
+
+def _unit(rule: dict[str, Any]) -> str | None:
+    unit = str(rule.get("unit") or "rows").strip().lower()
+    return {"rows": "rows", "row": "rows", "percent": "percent", "%": "percent", "percentage": "percent"}.get(unit)
+
+
+def _metric(kind: str, suffix: str, needs_column: bool, what: str) -> Callable[[Clause], Outcome]:
+    def compile_metric(c: Clause) -> Outcome:
+        rule = c.value
+        conditions = _conditions(rule)
+        if isinstance(conditions, str):
+            return c.skip("not_comparable", conditions)
+        unit = _unit(rule)
+        if unit is None:
+            return c.skip("unsupported_unit", repr(rule.get("unit")))
+        arguments = rule.get("arguments") if isinstance(rule.get("arguments"), dict) else {}
+        params: dict[str, Any] = {}
+        column = c.column
+        if kind == "duplicate_values":
+            names = arguments.get("properties") or ([c.property_name] if c.prop is not None else None)
+            if not names:
+                return c.skip("needs_property", "duplicateValues on an object needs arguments.properties")
+            columns = []
+            for name in names:
+                found = c.contract.resolve_column(str(name), default_object=c.object_name)
+                if found is None:
+                    return c.skip("needs_property", f"{name!r} is not a declared column")
+                columns.append(found[1])
+            params["columns"] = columns
+        elif needs_column and column is None:
+            return c.skip("needs_property", f"{rule.get('metric')} on an object")
+        if kind == "missing_values":
+            params["values"] = list(arguments.get("missingValues") or [None])
+        if kind == "invalid_values":
+            params["valid_values"] = arguments.get("validValues")
+            params["pattern"] = arguments.get("pattern")
+            if params["valid_values"] is None and params["pattern"] is None:
+                return c.skip("needs_property", "invalidValues needs arguments.validValues or arguments.pattern")
+        default_suffix = suffix if c.prop is not None or kind != "duplicate_values" else (
+            "__".join(dagster_name(p) for p in params["columns"]) + "__duplicate_values")
+        threshold = " and ".join(x.describe() for x in conditions) + ("%" if unit == "percent" else "")
+        plan = c.check(kind, default_suffix, f"{c.where()} {what} {threshold}", rule=rule,
+                       conditions=conditions, params=params, unit=unit)
+        return plan
+    return compile_metric
+
+
+def _sql(c: Clause) -> Outcome:
+    rule = c.value
+    conditions = _conditions(rule)
+    if isinstance(conditions, str):
+        return c.skip("not_comparable", conditions)
+    if not conditions:
+        return c.skip("not_comparable", "a SQL rule needs an operator")
+    verdict = judge_sql_rule(str(rule.get("query") or ""), dialect=c.contract.dialect,
+                             table=c.contract.table_of(c.obj), column=c.column)
+    if verdict.unresolved:
+        c.contract.problem(c.parts + ["query"], f"unresolved placeholder(s) {', '.join(verdict.unresolved)}: "
+                           f"use {{object}} or {{property}}")
+        return c.skip("sql_not_read_only", "unresolved placeholders")
+    if verdict.refusal:
+        c.contract.problem(c.parts + ["query"], f"SQL rule refused: {verdict.refusal}")
+        return c.skip("sql_not_read_only", verdict.refusal)
+    threshold = " and ".join(x.describe() for x in conditions)
+    return c.check("sql", "sql", f"{c.where()} SQL rule result {threshold}", rule=rule,
+                   conditions=conditions, params={"query": rule.get("query")})
+
+
+def _text(c: Clause) -> Outcome:
+    return c.skip("prose")
+
+
+def _custom(c: Clause) -> Outcome:
+    return c.skip("custom_engine", str(c.value.get("engine") or "unknown engine"))
+
+
+def _v30_rule(c: Clause) -> Outcome:
+    return c.skip("unknown_v30_rule", repr(c.value.get("rule")))
+
+
+# --- object clauses -------------------------------------------------------------------------------
+
+def _schema(c: Clause) -> Outcome:
+    columns = [p for p in c.obj.get("properties") or [] if isinstance(p, dict)]
+    if not columns:
+        return c.skip("no_columns")
+    return c.check("schema", "schema", f"{c.object_name} schema: {len(columns)} declared columns present, "
+                   "declared physical types match",
+                   params={"columns": [{"name": str(p.get("physicalName") or p.get("name")),
+                                        "physical_type": p.get("physicalType")} for p in columns]})
+
+
+# --- SLA ------------------------------------------------------------------------------------------
+
+def _latency(c: Clause) -> Outcome:
+    sla = c.value
+    unit_text = str(sla.get("unit") or "").strip()
+    unit = unit_text.lower()
+    if unit in AMBIGUOUS_UNITS:
+        c.contract.problem(c.parts + ["unit"], f"unit {unit_text!r} is ambiguous ({AMBIGUOUS_UNITS[unit]}); "
+                           "this latency is not enforced", "warning")
+        return c.skip("ambiguous_unit", f"{unit_text!r}: {AMBIGUOUS_UNITS[unit]}")
+    if unit not in TIME_UNITS:
+        return c.skip("unknown_unit", repr(unit_text))
+    value = sla.get("value")
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return c.skip("not_comparable", f"value {sla.get('value')!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        return c.skip("not_comparable", f"value {sla.get('value')!r}")
+    if c.prop is None:
+        return c.skip("unknown_element", repr(sla.get("element")))
+    seconds = float(value) * TIME_UNITS[unit]
+    plan = c.check("freshness", "freshness", f"{c.where()} latency: newest value at most {value} {unit_text} old",
+                   rule={"id": sla.get("id")} if sla.get("id") else None,
+                   conditions=(Condition("mustBeLessOrEqualTo", seconds),),
+                   params={"max_age_seconds": seconds, "logical_type": c.prop.get("logicalType")})
+    return replace(plan, dimension="timeliness")
+
+
+def _sla_other(c: Clause) -> Outcome:
+    prop = str(c.value.get("property") or "").strip()
+    reason = SLA_REASONS.get(prop.lower(), "not a data-quality clause")
+    return NotEnforced(c.pointer, "not_data_quality", f"SLA {prop}: {reason}", c.object_name or None)
+
+
+# --- the clause table -----------------------------------------------------------------------------
+
+CLAUSES: dict[str, Callable[[Clause], Outcome]] = {
+    "schema": _schema,
+    "required": _required,
+    "unique": _unique,
+    "option:minimum": _bound("minimum"),
+    "option:maximum": _bound("maximum"),
+    "option:exclusiveMinimum": _bound("exclusiveMinimum"),
+    "option:exclusiveMaximum": _bound("exclusiveMaximum"),
+    "option:minLength": _length("minLength"),
+    "option:maxLength": _length("maxLength"),
+    "option:pattern": _pattern,
+    "option:format": _format,
+    "option:multipleOf": _multiple_of,
+    "option:*": _other_option,
+    "enum": _enum,
+    "relationship": _relationship,
+    "metric:nullValues": _metric("null_values", "null_values", True, "NULL values"),
+    "metric:missingValues": _metric("missing_values", "missing_values", True, "missing values"),
+    "metric:invalidValues": _metric("invalid_values", "invalid_values", True, "invalid values"),
+    "metric:duplicateValues": _metric("duplicate_values", "duplicate_values", False, "duplicate values"),
+    "metric:rowCount": _metric("row_count", "row_count", False, "row count"),
+    "quality:sql": _sql,
+    "quality:text": _text,
+    "quality:custom": _custom,
+    "quality:v30_rule": _v30_rule,
+    "sla:latency": _latency,
+    "sla:*": _sla_other,
+}
+
+
+def quality_kind(rule: dict[str, Any]) -> str:
+    kind = str(rule.get("type") or "library")
+    if kind == "library":
+        if "metric" in rule:
+            return f"metric:{rule['metric']}"
+        return "quality:v30_rule" if "rule" in rule else "quality:text"
+    return f"quality:{kind}"
+
+
+# --- compiling one contract -----------------------------------------------------------------------
+
+class _Compiling:
+    def __init__(self, validated: ValidatedContract):
+        self.validated = validated
+        self.document = validated.document
+        self.problems: list[Problem] = []
+        objects = [o for o in self.document.get("schema") or [] if isinstance(o, dict)]
+        self.object_by_name = {str(o.get("name")): o for o in objects}
+        servers = [s for s in self.document.get("servers") or [] if isinstance(s, dict)]
+        sql_servers = [s for s in servers if str(s.get("type", "")).lower() in SQL_SERVER_TYPES]
+        self.no_sql_server = bool(servers) and not sql_servers
+        server_type = str(sql_servers[0].get("type")).lower() if sql_servers else None
+        self.dialect = {"postgresql": "postgres", "sqlserver": "tsql", "cloudsql": "postgres"}.get(
+            server_type or "", server_type)
+
+    def problem(self, parts: list, message: str, severity: str = "error") -> None:
+        source = self.validated.source
+        self.problems.append(Problem(source.file, message, named_path(source.data, parts),
+                                     source.line_of(parts), severity))
+
+    def table_of(self, obj: dict) -> str:
+        return str(obj.get("physicalName") or obj.get("name"))
+
+    def resolve_column(self, ref: str, default_object: str | None = None) -> tuple[str, str] | None:
+        """`object.column`, or `column` of `default_object`, or `schema/<id>/properties/<id>`."""
+        ref = ref.strip()
+        if ref.startswith("schema/"):
+            parts = ref.split("/")
+            if len(parts) == 4 and parts[2] == "properties":
+                for name, obj in self.object_by_name.items():
+                    if obj.get("id") == parts[1] or name == parts[1]:
+                        for prop in obj.get("properties") or []:
+                            if isinstance(prop, dict) and (prop.get("id") == parts[3] or prop.get("name") == parts[3]):
+                                return name, str(prop.get("physicalName") or prop.get("name"))
+            return None
+        if "." in ref:
+            object_ref, column_ref = ref.rsplit(".", 1)
+        elif default_object is not None:
+            object_ref, column_ref = default_object, ref
+        elif len(self.object_by_name) == 1:
+            object_ref, column_ref = next(iter(self.object_by_name)), ref
+        else:
+            return None
+        for name, obj in self.object_by_name.items():
+            if object_ref in (name, obj.get("physicalName")):
+                for prop in obj.get("properties") or []:
+                    if isinstance(prop, dict) and column_ref in (prop.get("name"), prop.get("physicalName")):
+                        return name, str(prop.get("physicalName") or prop.get("name"))
+                return name, ""  # the object exists, the column does not
+        return None
+
+
+def _property_clauses(props: Any, base: list, obj: dict, object_name: str, ctx: _Compiling,
+                      nested: bool) -> Iterable[Clause]:
+    for pi, prop in enumerate(props if isinstance(props, list) else []):
+        if not isinstance(prop, dict):
+            continue
+        here = [*base, "properties", pi]
+
+        def clause(kind: str, parts: list, value: Any) -> Clause:
+            return Clause("nested" if nested else kind, parts, value, obj, object_name, prop, ctx)
+
+        if prop.get("required") is True:
+            yield clause("required", [*here, "required"], True)
+        if prop.get("unique") is True:
+            yield clause("unique", [*here, "unique"], True)
+        options = prop.get("logicalTypeOptions")
+        for key, value in (options.items() if isinstance(options, dict) else []):
+            kind = f"option:{key}" if f"option:{key}" in CLAUSES else "option:*"
+            yield clause(kind, [*here, "logicalTypeOptions", key], value)
+        if isinstance(prop.get("enum"), list):
+            yield clause("enum", [*here, "enum"], prop["enum"])
+        for ri, rel in enumerate(prop.get("relationships") or []):
+            if isinstance(rel, dict):
+                yield clause("relationship", [*here, "relationships", ri], rel)
+        for qi, rule in enumerate(prop.get("quality") or []):
+            if isinstance(rule, dict):
+                yield clause(quality_kind(rule), [*here, "quality", qi], rule)
+        yield from _property_clauses(prop.get("properties"), here, obj, object_name, ctx, True)
+
+
+def compile_contract(validated: ValidatedContract) -> tuple[ContractPlan, list[Problem]]:
+    ctx = _Compiling(validated)
+    doc = ctx.document
+    not_enforced: list[NotEnforced] = []
+    objects: list[ObjectPlan] = []
+    check_index: dict[str, list[CheckPlan]] = {}
+    schedules: list[SchedulePlan] = []
+    rule_schedules: list[tuple[str, str, dict]] = []  # (object, check pointer, rule)
+
+    for oi, obj in enumerate(doc.get("schema") or []):
+        if not isinstance(obj, dict):
+            continue
+        object_name = str(obj.get("name"))
+        base = ["schema", oi]
+        clauses = [Clause("schema", base, None, obj, object_name, None, ctx)]
+        clauses += list(_property_clauses(obj.get("properties"), base, obj, object_name, ctx, False))
+        for ri, rel in enumerate(obj.get("relationships") or []):
+            if isinstance(rel, dict):
+                clauses.append(Clause("relationship", [*base, "relationships", ri], rel, obj, object_name, None, ctx))
+        for qi, rule in enumerate(obj.get("quality") or []):
+            if isinstance(rule, dict):
+                clauses.append(Clause(quality_kind(rule), [*base, "quality", qi], rule, obj, object_name, None, ctx))
+
+        physical_type = str(obj.get("physicalType") or "table").strip().lower()
+        blanket = None
+        if ctx.no_sql_server:
+            blanket = "no_sql_server"
+        elif physical_type not in TABLE_TYPES:
+            blanket = "not_a_table"
+        checks: list[CheckPlan] = []
+        for clause in clauses:
+            if blanket:
+                not_enforced.append(clause.skip(blanket, "" if blanket != "not_a_table" else physical_type))
+                continue
+            if clause.kind == "nested":
+                not_enforced.append(clause.skip("nested_property"))
+                continue
+            outcome = CLAUSES[clause.kind](clause)
+            if isinstance(outcome, NotEnforced):
+                not_enforced.append(outcome)
+            else:
+                checks.append(outcome)
+                rule = clause.value if isinstance(clause.value, dict) else {}
+                if str(rule.get("scheduler") or "").lower() == "cron" and rule.get("schedule"):
+                    rule_schedules.append((object_name, clause.pointer, {**rule, "_parts": clause.parts}))
+        if not blanket:
+            checks = _with_primary_key(obj, object_name, base, ctx, checks)
+        check_index[object_name] = checks = _unique_names(checks)
+        objects.append(_object_plan(obj, object_name, base, checks))
+
+    # SLA properties
+    freshness: list[FreshnessPlan] = []
+    for si, sla in enumerate(doc.get("slaProperties") or []):
+        if not isinstance(sla, dict):
+            continue
+        parts = ["slaProperties", si]
+        prop_name = str(sla.get("property") or "").strip().lower()
+        target = _sla_element(sla, parts, ctx)
+        produced: CheckPlan | None = None
+        if prop_name in LATENCY_PROPERTIES:
+            obj_name, prop = target if target else (None, None)
+            obj = ctx.object_by_name.get(obj_name) if obj_name else None
+            clause = Clause("sla:latency", parts, sla, obj or {}, obj_name or "", prop, ctx)
+            outcome = (clause.skip("no_sql_server") if ctx.no_sql_server and obj is not None
+                       else CLAUSES["sla:latency"](clause))
+            if isinstance(outcome, CheckPlan):
+                existing = check_index.setdefault(obj_name, [])
+                check_index[obj_name] = _unique_names([*existing, outcome])
+                produced = check_index[obj_name][-1]
+                freshness.append(FreshnessPlan(pointer(parts), obj_name, str(clause.column),
+                                               produced.conditions[0].value, produced.name))
+            elif not _sla_schedule(sla):
+                not_enforced.append(outcome)
+        scheduled = _sla_schedule(sla)
+        if scheduled:
+            cron = _valid_cron(scheduled, [*parts, "schedule"], ctx)
+            if cron:
+                if produced is not None:
+                    selection = [(produced.object, produced.name)]
+                elif target and target[0] in check_index:
+                    selection = [(target[0], c.name) for c in check_index[target[0]]]
+                else:
+                    selection = [(o, c.name) for o, cs in check_index.items() for c in cs]
+                if selection:
+                    label = sla.get("id") or f"sla_{prop_name}_{si}"
+                    schedules.append(SchedulePlan(dagster_name(f"{doc.get('id')}__{label}"), cron,
+                                                  pointer(parts), tuple(selection)))
+                    continue
+            if produced is None:
+                not_enforced.append(CLAUSES["sla:*"](Clause("sla:*", parts, sla, {}, "", None, ctx)))
+        elif produced is None and prop_name not in LATENCY_PROPERTIES:
+            not_enforced.append(CLAUSES["sla:*"](Clause("sla:*", parts, sla, {}, "", None, ctx)))
+
+    # rule-level schedules
+    for object_name, clause_pointer, rule in rule_schedules:
+        cron = _valid_cron(str(rule["schedule"]), [*rule["_parts"], "schedule"], ctx)
+        check = next((c for c in check_index[object_name] if clause_pointer in c.clauses), None)
+        if cron and check:
+            schedules.append(SchedulePlan(dagster_name(f"{doc.get('id')}__{object_name}__{check.name}"), cron,
+                                          clause_pointer, ((object_name, check.name),)))
+
+    objects = [replace(o, checks=tuple(check_index.get(o.name, o.checks))) for o in objects]
+    owners, dropped = _owners(doc.get("team"))
+    description = doc.get("description") if isinstance(doc.get("description"), dict) else None
+    plan = ContractPlan(
+        file=validated.file,
+        id=str(doc.get("id")),
+        version=str(doc.get("version")),
+        api_version=validated.api_version,
+        name=doc.get("name"),
+        status=doc.get("status"),
+        domain=doc.get("domain"),
+        description=description,
+        tags=tuple(str(t) for t in doc.get("tags") or []),
+        owners=owners,
+        dropped_owners=dropped,
+        servers=tuple(s for s in doc.get("servers") or [] if isinstance(s, dict)),
+        objects=tuple(objects),
+        freshness=tuple(freshness),
+        schedules=tuple(_unique_schedule_names(schedules)),
+        not_enforced=tuple(not_enforced),
+        rewrites=tuple(validated.rewrites),
+        authoritative_definitions=tuple(d for d in doc.get("authoritativeDefinitions") or [] if isinstance(d, dict)),
+    )
+    return plan, ctx.problems
+
+
+def _sla_schedule(sla: dict) -> str | None:
+    if str(sla.get("scheduler") or "").strip().lower() == "cron" and sla.get("schedule"):
+        return str(sla["schedule"])
+    return None
+
+
+def _valid_cron(expression: str, parts: list, ctx: _Compiling) -> str | None:
+    if croniter.is_valid(expression):
+        return expression
+    ctx.problem(parts, f"invalid cron expression {expression!r}")
+    return None
+
+
+def _sla_element(sla: dict, parts: list, ctx: _Compiling) -> tuple[str, dict] | None:
+    """(object name, property) of the SLA element's first column, or None."""
+    element = sla.get("element")
+    if not isinstance(element, str) or not element.strip():
+        return None
+    first = element.split(",")[0].strip()
+    found = ctx.resolve_column(first)
+    if found is None:
+        return None
+    object_name, column = found
+    if not column:
+        if "." in first:
+            ctx.problem([*parts, "element"], f"SLA element {first!r}: object {object_name!r} declares no column "
+                        f"{first.rsplit('.', 1)[1]!r}")
+        return None
+    obj = ctx.object_by_name[object_name]
+    prop = next(p for p in obj.get("properties") or []
+                if isinstance(p, dict) and column in (p.get("physicalName"), p.get("name")))
+    return object_name, prop
+
+
+def _with_primary_key(obj: dict, object_name: str, base: list, ctx: _Compiling,
+                      checks: list[CheckPlan]) -> list[CheckPlan]:
+    keyed = [(pi, p) for pi, p in enumerate(obj.get("properties") or [])
+             if isinstance(p, dict) and p.get("primaryKey") is True]
+    if not keyed:
+        return checks
+    keyed.sort(key=lambda item: (item[1].get("primaryKeyPosition", -1) in (-1, None),
+                                 item[1].get("primaryKeyPosition") or 0, item[0]))
+    pointers = tuple(pointer([*base, "properties", pi, "primaryKey"]) for pi, _ in keyed)
+    columns = [str(p.get("physicalName") or p.get("name")) for _, p in keyed]
+    names = [str(p.get("name")) for _, p in keyed]
+    single = len(keyed) == 1
+    return [*checks, CheckPlan(
+        name=f"{dagster_name(names[0])}__primary_key" if single else "primary_key",
+        kind="primary_key",
+        clause=pointers[0],
+        clauses=pointers,
+        object=object_name,
+        property=names[0] if single else None,
+        severity=ERROR,
+        description=f"{object_name} primary key ({', '.join(names)}): no NULLs, no duplicate "
+                    + ("values" if single else "tuples"),
+        conditions=(Condition("mustBe", 0),),
+        params={"columns": columns, "column": columns[0] if single else None},
+    )]
+
+
+def _unique_names(checks: list[CheckPlan]) -> list[CheckPlan]:
+    """Unique per asset, and stable under reordering: colliding names get a hash of their clause."""
+    counts: dict[str, int] = {}
+    for check in checks:
+        counts[check.name] = counts.get(check.name, 0) + 1
+    out: list[CheckPlan] = []
+    taken: set[str] = set()
+    for check in checks:
+        name = check.name
+        if counts[name] > 1:
+            digest = hashlib.sha1(json.dumps(
+                [check.kind, check.property, check.params, [(c.operator, c.value) for c in check.conditions]],
+                sort_keys=True, default=str).encode()).hexdigest()[:6]
+            name = f"{name}_{digest}"
+        base, n = name, 2
+        while name in taken:
+            name, n = f"{base}_{n}", n + 1
+        taken.add(name)
+        out.append(check if name == check.name else replace(check, name=name))
+    return out
+
+
+def _unique_schedule_names(schedules: list[SchedulePlan]) -> list[SchedulePlan]:
+    seen: set[str] = set()
+    out = []
+    for schedule in schedules:
+        name, n = schedule.name, 2
+        while name in seen:
+            name, n = f"{schedule.name}_{n}", n + 1
+        seen.add(name)
+        out.append(schedule if name == schedule.name else replace(schedule, name=name))
+    return out
+
+
+def _object_plan(obj: dict, object_name: str, base: list, checks: list[CheckPlan]) -> ObjectPlan:
+    columns = tuple(
+        ColumnPlan(
+            name=str(p.get("name")),
+            physical_name=str(p.get("physicalName") or p.get("name")),
+            logical_type=p.get("logicalType"),
+            physical_type=p.get("physicalType"),
+            required=p.get("required") is True,
+            unique=p.get("unique") is True,
+            primary_key=p.get("primaryKey") is True,
+            classification=p.get("classification"),
+            description=p.get("description"),
+        )
+        for p in obj.get("properties") or []
+        if isinstance(p, dict)
+    )
+    custom = {str(c.get("property")): c.get("value") for c in obj.get("customProperties") or []
+              if isinstance(c, dict) and c.get("property")}
+    physical = str(obj.get("physicalName") or object_name)
+    return ObjectPlan(
+        name=object_name,
+        pointer=pointer(base),
+        physical_name=physical,
+        asset_key=asset_key_for(physical, custom),
+        description=obj.get("description"),
+        columns=columns,
+        checks=tuple(checks),
+        tags=tuple(str(t) for t in obj.get("tags") or []),
+        custom_properties=custom,
+        authoritative_definitions=tuple(d for d in obj.get("authoritativeDefinitions") or [] if isinstance(d, dict)),
+    )
+
+
+ASSET_KEY_PROPERTIES = ("dagsterAssetKey", "dagster_asset_key", "assetKey")
+
+
+def asset_key_for(physical_name: str, custom: dict[str, Any]) -> tuple[str, ...]:
+    override = next((custom[k] for k in ASSET_KEY_PROPERTIES if k in custom), None)
+    if isinstance(override, list):
+        parts = [str(p) for p in override]
+    elif isinstance(override, str):
+        parts = override.split("/")
+    else:
+        parts = physical_name.split(".")
+    return tuple(re.sub(r"[^A-Za-z0-9_]", "_", p.strip()) or "x" for p in parts if p.strip()) or ("x",)
+
+
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+
+
+def _owners(team: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Dagster owners are emails or `team:name`; everything else is dropped (and listed)."""
+    owners: list[str] = []
+    dropped: list[str] = []
+    members = team if isinstance(team, list) else (team.get("members") if isinstance(team, dict) else None)
+    if isinstance(team, dict) and team.get("name"):
+        owners.append("team:" + re.sub(r"[^A-Za-z0-9_]", "_", str(team["name"])))
+    for member in members or []:
+        if not isinstance(member, dict) or member.get("dateOut"):
+            continue
+        username = str(member.get("username") or "")
+        if _EMAIL.match(username):
+            owners.append(username)
+        elif username:
+            dropped.append(username)
+    return tuple(dict.fromkeys(owners)), tuple(dropped)

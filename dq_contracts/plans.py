@@ -1,0 +1,196 @@
+"""What the compiler produces: frozen, Dagster-free descriptions of checks, policies and schedules."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+ERROR = "ERROR"
+WARN = "WARN"
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """One ODCS operator and its value; a check passes when every condition holds."""
+
+    operator: str  # mustBe, mustNotBe, mustBeGreaterThan, … (ODCS names)
+    value: Any
+
+    def describe(self) -> str:
+        symbols = {
+            "mustBe": "=", "mustNotBe": "≠", "mustBeGreaterThan": ">", "mustBeGreaterOrEqualTo": "≥",
+            "mustBeLessThan": "<", "mustBeLessOrEqualTo": "≤",
+        }
+        if self.operator == "mustBeBetween":
+            return f"between {self.value[0]} and {self.value[1]} (inclusive)"
+        if self.operator == "mustNotBeBetween":
+            return f"not between {self.value[0]} and {self.value[1]}"
+        return f"{symbols.get(self.operator, self.operator)} {self.value}"
+
+
+@dataclass(frozen=True)
+class CheckPlan:
+    """One Dagster asset check: one ODCS clause (or, for a compound key, the clauses it joins)."""
+
+    name: str
+    kind: str  # not_null, unique, primary_key, range, length, pattern, accepted_values, …
+    clause: str  # JSON Pointer of the clause in the document as written
+    object: str  # the schema object's name
+    property: str | None
+    severity: str  # ERROR or WARN
+    description: str
+    conditions: tuple[Condition, ...] = ()
+    unit: str = "rows"  # rows or percent (of all rows)
+    dimension: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)  # what the engine needs for this kind
+    clauses: tuple[str, ...] = ()  # every clause pointer this check enforces (starts with `clause`)
+    rule_name: str | None = None
+
+    @property
+    def blocking(self) -> bool:
+        return self.severity == ERROR
+
+    def threshold_text(self) -> str:
+        unit = "%" if self.unit == "percent" else ""
+        return " and ".join(c.describe() + unit for c in self.conditions)
+
+
+@dataclass(frozen=True, slots=True)
+class NotEnforced:
+    clause: str
+    code: str  # a closed set: see REASONS in compiler.py
+    reason: str
+    object: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FreshnessPlan:
+    clause: str
+    object: str
+    element: str  # the timestamp column measured
+    fail_window_seconds: float
+    check_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulePlan:
+    name: str
+    cron: str
+    clause: str
+    checks: tuple[tuple[str, str], ...]  # (object name, check name)
+
+
+@dataclass(frozen=True)
+class ColumnPlan:
+    name: str
+    physical_name: str
+    logical_type: str | None
+    physical_type: str | None
+    required: bool
+    unique: bool
+    primary_key: bool
+    classification: str | None
+    description: str | None
+
+    @property
+    def classified(self) -> bool:
+        return (self.classification or "").strip().lower() in CLASSIFIED
+
+
+CLASSIFIED = {"confidential", "restricted", "pii", "sensitive", "secret"}
+
+
+@dataclass(frozen=True)
+class ObjectPlan:
+    """One schema object: one table, one Dagster asset."""
+
+    name: str
+    pointer: str
+    physical_name: str
+    asset_key: tuple[str, ...]
+    description: str | None
+    columns: tuple[ColumnPlan, ...]
+    checks: tuple[CheckPlan, ...]
+    tags: tuple[str, ...] = ()
+    custom_properties: dict[str, Any] = field(default_factory=dict)
+    authoritative_definitions: tuple[dict[str, Any], ...] = ()
+
+    def column(self, name: str) -> ColumnPlan | None:
+        lowered = name.lower()
+        for column in self.columns:
+            if column.name.lower() == lowered or column.physical_name.lower() == lowered:
+                return column
+        return None
+
+
+@dataclass(frozen=True)
+class ContractPlan:
+    file: str
+    id: str
+    version: str
+    api_version: str
+    name: str | None
+    status: str | None
+    domain: str | None
+    description: dict[str, Any] | None
+    tags: tuple[str, ...]
+    owners: tuple[str, ...]
+    dropped_owners: tuple[str, ...]
+    servers: tuple[dict[str, Any], ...]
+    objects: tuple[ObjectPlan, ...]
+    freshness: tuple[FreshnessPlan, ...]
+    schedules: tuple[SchedulePlan, ...]
+    not_enforced: tuple[NotEnforced, ...]
+    rewrites: tuple[Any, ...] = ()
+    authoritative_definitions: tuple[dict[str, Any], ...] = ()
+
+    def object(self, name: str) -> ObjectPlan | None:
+        return next((o for o in self.objects if o.name == name), None)
+
+    def to_json(self) -> dict[str, Any]:
+        by_object = {o.name: o for o in self.objects}
+        return {
+            "file": self.file,
+            "id": self.id,
+            "version": self.version,
+            "apiVersion": self.api_version,
+            "name": self.name,
+            "owners": list(self.owners),
+            "checks": [
+                {
+                    "asset_key": list(o.asset_key),
+                    "object": o.name,
+                    "name": c.name,
+                    "clause": c.clause,
+                    "clauses": list(c.clauses),
+                    "kind": c.kind,
+                    "property": c.property,
+                    "severity": c.severity,
+                    "blocking": c.blocking,
+                    "threshold": c.threshold_text(),
+                    "unit": c.unit,
+                    "dimension": c.dimension,
+                    "description": c.description,
+                }
+                for o in self.objects
+                for c in o.checks
+            ],
+            "freshness": [
+                {
+                    "asset_key": list(by_object[f.object].asset_key),
+                    "clause": f.clause,
+                    "element": f.element,
+                    "fail_window_seconds": f.fail_window_seconds,
+                    "check": f.check_name,
+                }
+                for f in self.freshness
+            ],
+            "schedules": [
+                {"name": s.name, "cron": s.cron, "clause": s.clause,
+                 "checks": [n for _, n in s.checks],
+                 "check_keys": [{"asset_key": list(by_object[o].asset_key), "name": n} for o, n in s.checks]}
+                for s in self.schedules
+            ],
+            "not_enforced": [asdict(n) for n in self.not_enforced],
+            "rewrites": [r.to_json() for r in self.rewrites],
+        }
