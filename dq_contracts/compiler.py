@@ -54,6 +54,7 @@ REASONS = {
     "sql_not_read_only": "the SQL rule is not one read-only SELECT",
     "unsupported_unit": "the rule's unit is neither rows nor percent",
     "not_comparable": "the operator's value cannot be compared with a number",
+    "v30_modifier": "a v3.0 exclusive flag with no bound to modify",
 }
 
 SQL_SERVER_TYPES = {
@@ -654,6 +655,20 @@ def compile_contract(validated: ValidatedContract) -> tuple[ContractPlan, list[P
             schedules.append(SchedulePlan(dagster_name(f"{doc.get('id')}__{object_name}__{check.name}"), cron,
                                           clause_pointer, ((object_name, check.name),)))
 
+    # v3.0 rewrites that merged two clauses into one: the check answers for both
+    for rewrite in validated.rewrites:
+        if not rewrite.merged:
+            continue
+        for name, checks in check_index.items():
+            for i, check in enumerate(checks):
+                if rewrite.pointer in check.clauses:
+                    checks[i] = replace(check, clauses=(*check.clauses, rewrite.merged))
+                    break
+            else:
+                continue
+            break
+        else:
+            not_enforced.append(NotEnforced(rewrite.merged, "v30_modifier", REASONS["v30_modifier"]))
     objects = [replace(o, checks=tuple(check_index.get(o.name, o.checks))) for o in objects]
     owners, dropped = _owners(doc.get("team"))
     description = doc.get("description") if isinstance(doc.get("description"), dict) else None

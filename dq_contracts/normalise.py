@@ -44,6 +44,7 @@ COUNT_METRICS = {"nullValues", "missingValues", "invalidValues", "duplicateValue
 class Rewrite:
     pointer: str
     message: str
+    merged: str | None = None  # a clause pointer that no longer exists on its own after the rewrite
 
     def to_json(self) -> dict[str, str]:
         return {"clause": self.pointer, "message": self.message}
@@ -138,12 +139,15 @@ def _exclusive_bounds(document: dict) -> list[Rewrite]:
             if not isinstance(flag, bool):
                 continue
             where = pointer([*parts, "logicalTypeOptions", exclusive])
+            bound_at = pointer([*parts, "logicalTypeOptions", bound])
             if flag and bound in options:
                 options[exclusive] = options.pop(bound)
-                out.append(Rewrite(where, f"{exclusive}: true + {bound} → {exclusive}: value"))
+                out.append(Rewrite(where, f"{exclusive}: true + {bound} → {exclusive}: value", merged=bound_at))
             else:
                 del options[exclusive]
-                out.append(Rewrite(where, f"{exclusive}: {str(flag).lower()} dropped"))
+                merged_into = bound_at if bound in options else None
+                out.append(Rewrite(merged_into or where, f"{exclusive}: {str(flag).lower()} dropped",
+                                   merged=where))
     return out
 
 

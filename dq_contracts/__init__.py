@@ -1,0 +1,38 @@
+"""dq_contracts: ODCS v3 data contracts as Dagster asset checks, freshness policies and schedules.
+
+The core (load, validate, normalise, compile, SQL) never imports Dagster; the Dagster names below
+are imported on first use, so `dq-contracts validate` starts fast.
+"""
+
+from dq_contracts.core import LoadResult, load_contracts
+from dq_contracts.plans import CheckPlan, ContractPlan, ObjectPlan
+from dq_contracts.problems import ContractError, Problem
+
+__version__ = "0.1.0"
+
+_DAGSTER_NAMES = {
+    "build_contract_defs": "dq_contracts.definitions",
+    "DqContractsTranslator": "dq_contracts.translator",
+    "ContractsComponent": "dq_contracts.component",
+    "WarehouseResource": "dq_contracts.resource",
+}
+
+__all__ = [
+    "CheckPlan",
+    "ContractError",
+    "ContractPlan",
+    "LoadResult",
+    "ObjectPlan",
+    "Problem",
+    "load_contracts",
+    *_DAGSTER_NAMES,
+]
+
+
+def __getattr__(name: str):
+    module = _DAGSTER_NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dq_contracts' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

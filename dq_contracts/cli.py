@@ -1,0 +1,111 @@
+"""`dq-contracts validate | plan | check`: contracts from the shell, with no traceback for bad input."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Sequence
+
+from dq_contracts.core import LoadResult, load_contracts
+from dq_contracts.plans import ContractPlan
+
+
+def _print_problems(result: LoadResult, stream) -> None:
+    for problem in result.problems:
+        print(problem.render(), file=stream)
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    result = load_contracts(args.paths)
+    _print_problems(result, sys.stdout)
+    errors = len(result.errors)
+    warnings = len(result.problems) - errors
+    contracts = len(result.plans)
+    summary = f"{contracts} contract(s) valid, {errors} error(s), {warnings} warning(s)"
+    print(summary)
+    return 1 if errors else 0
+
+
+def _plan_text(plan: ContractPlan) -> str:
+    lines = [f"{plan.file}: {plan.id} {plan.version} ({plan.api_version})"]
+    for obj in plan.objects:
+        lines.append(f"  asset {'/'.join(obj.asset_key)}  (object {obj.name})")
+        width = max((len(c.name) for c in obj.checks), default=10)
+        for check in obj.checks:
+            threshold = check.threshold_text()
+            unit = "" if check.unit == "rows" else ""
+            lines.append(f"    {check.name:<{width}}  {check.severity:<5}  {check.kind:<16} {threshold}{unit}"
+                         f"  {check.clause}")
+    for fresh in plan.freshness:
+        lines.append(f"  freshness {fresh.object}.{fresh.element}: fail after {fresh.fail_window_seconds:g}s  "
+                     f"{fresh.clause}")
+    for schedule in plan.schedules:
+        names = ", ".join(n for _, n in schedule.checks)
+        lines.append(f"  schedule {schedule.name}: '{schedule.cron}' runs {names}  {schedule.clause}")
+    if plan.not_enforced:
+        lines.append("  not enforced:")
+        for item in plan.not_enforced:
+            lines.append(f"    {item.clause}  [{item.code}] {item.reason}")
+    return "\n".join(lines)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    result = load_contracts(args.paths)
+    if args.format == "json":
+        payload = {
+            "contracts": [p.to_json() for p in result.plans],
+            "problems": [p.to_json() for p in result.problems],
+        }
+        print(json.dumps(payload, indent=2, default=str))
+    else:
+        for plan in result.plans:
+            print(_plan_text(plan))
+            print()
+        _print_problems(result, sys.stdout)
+    return 1 if result.errors else 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from dq_contracts.runner import run_cli_check  # imported late: only `check` needs the engine
+
+    return run_cli_check(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dq-contracts", description="ODCS v3 data contracts for Dagster")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    validate = commands.add_parser("validate", help="report every problem in the contracts")
+    validate.add_argument("paths", nargs="+", help="contract files or folders (searched recursively)")
+    validate.set_defaults(run=cmd_validate)
+
+    plan = commands.add_parser("plan", help="show the checks, freshness, schedules and not-enforced clauses")
+    plan.add_argument("paths", nargs="+")
+    plan.add_argument("--format", choices=["text", "json"], default="text")
+    plan.set_defaults(run=cmd_plan)
+
+    check = commands.add_parser("check", help="run every check against the contracts' servers")
+    check.add_argument("paths", nargs="+")
+    check.add_argument("--server", help="the ODCS server name to use (default: the first SQL server)")
+    check.add_argument("--format", choices=["text", "json"], default="text")
+    check.set_defaults(run=cmd_check)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # never a traceback for the user; the message says what failed
+        print(f"dq-contracts: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
