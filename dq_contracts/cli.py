@@ -21,7 +21,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     _print_problems(result, sys.stdout)
     errors = len(result.errors)
     warnings = len(result.problems) - errors
-    contracts = len(result.plans)
+    failed_files = {p.file for p in result.errors}
+    contracts = sum(1 for plan in result.plans if plan.file not in failed_files)
     summary = f"{contracts} contract(s) valid, {errors} error(s), {warnings} warning(s)"
     print(summary)
     return 1 if errors else 0

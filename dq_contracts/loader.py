@@ -202,6 +202,8 @@ def read_document(path: Path, *, explicit: bool = False) -> tuple[LoadedDocument
             problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
             context = getattr(exc, "context", None)
             detail = f"{context}, {problem}" if context else problem
+            if "nesting depth" in detail:
+                return None, [Problem(shown, "nesting is deeper than the YAML parser allows", line=line)]
             return None, [Problem(shown, f"invalid YAML: {detail}", line=line)]
         except RecursionError:
             return None, [Problem(shown, f"nesting is deeper than {MAX_DEPTH} levels")]

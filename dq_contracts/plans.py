@@ -2,11 +2,31 @@
 
 from __future__ import annotations
 
+import operator
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 ERROR = "ERROR"
 WARN = "WARN"
+
+
+# The operator table. `mustBeBetween` is inclusive at both ends (lo ≤ x ≤ hi), as most engines
+# and users read "between"; `mustNotBeBetween` is its exact negation (x < lo or x > hi).
+OPERATOR_TABLE: dict[str, Callable[[Any, Any], bool]] = {
+    "mustBe": operator.eq,
+    "mustNotBe": operator.ne,
+    "mustBeGreaterThan": operator.gt,
+    "mustBeGreaterOrEqualTo": operator.ge,
+    "mustBeLessThan": operator.lt,
+    "mustBeLessOrEqualTo": operator.le,
+    "mustBeBetween": lambda x, bounds: bounds[0] <= x <= bounds[1],
+    "mustNotBeBetween": lambda x, bounds: not (bounds[0] <= x <= bounds[1]),
+}
+
+
+def percent_of(count: float, rows: int) -> float:
+    """`unit: percent` is 100 × count / all rows of the table (NULLs included); 0 rows → 0%."""
+    return 0.0 if rows == 0 else 100.0 * float(count) / rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -15,6 +35,15 @@ class Condition:
 
     operator: str  # mustBe, mustNotBe, mustBeGreaterThan, … (ODCS names)
     value: Any
+
+    def holds(self, observed: Any) -> bool:
+        """False for a NULL (None) observation: a value that could not be measured never passes."""
+        if observed is None:
+            return False
+        try:
+            return bool(OPERATOR_TABLE[self.operator](observed, self.value))
+        except TypeError:
+            return False
 
     def describe(self) -> str:
         symbols = {
@@ -49,6 +78,9 @@ class CheckPlan:
     @property
     def blocking(self) -> bool:
         return self.severity == ERROR
+
+    def passes(self, observed: Any) -> bool:
+        return bool(self.conditions) and all(c.holds(observed) for c in self.conditions)
 
     def threshold_text(self) -> str:
         unit = "%" if self.unit == "percent" else ""

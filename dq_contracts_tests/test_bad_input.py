@@ -1,0 +1,138 @@
+"""Malformed and hostile contracts: each gives the expected problem text; the CLI exits 1, no traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from dq_contracts.core import load_contracts
+
+GOOD = """\
+apiVersion: v3.1.0
+kind: DataContract
+id: {id}
+version: 1.0.0
+status: active
+schema:
+  - name: {table}
+    properties:
+      - name: a
+        logicalType: string
+"""
+
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8)
+)
+
+CASES = {
+    "broken_yaml.odcs.yaml": ("apiVersion: v3.1.0\nkind: [DataContract\n", "invalid YAML"),
+    "wrong_type.odcs.yaml": (GOOD.format(id="x", table="t") + "        required: yes-please\n", "is not of type"),
+    "unknown_metric.odcs.yaml": (GOOD.format(id="x", table="t") + "        quality:\n          - metric: freshness\n            mustBe: 0\n", "is not one of"),
+    "two_operators.odcs.yaml": (GOOD.format(id="x", table="t") + "        quality:\n          - metric: nullValues\n            mustBe: 0\n            mustBeLessThan: 3\n", "give exactly one operator"),
+    "v2.odcs.yaml": ("apiVersion: 2.2.2\nkind: DataContract\nid: x\nversion: 1\n", "migrate the contract to v3"),
+    "v4.odcs.yaml": ("apiVersion: v4.0.0\nkind: DataContract\nid: x\nversion: 1\n", "newer major version"),
+    "bomb.odcs.yaml": (BOMB, "alias bomb"),
+    "deep.odcs.yaml": ("a: " + "[" * 5000 + "]" * 5000 + "\n", "nesting is deeper"),
+    "binary.odcs.yaml": (b"\x89PNG\r\n\x1a\n\x00\x00\x00", "not a text file"),
+    "empty.odcs.yaml": ("", "the file is empty"),
+    "list.odcs.yaml": ("- a\n- b\n", "a mapping of keys"),
+    "bad_cron.odcs.yaml": (GOOD.format(id="x", table="t") + "slaProperties:\n  - property: frequency\n    value: 1\n    scheduler: cron\n    schedule: '61 * * * *'\n", "invalid cron expression"),
+    "sla_element.odcs.yaml": (GOOD.format(id="x", table="t") + "slaProperties:\n  - property: latency\n    value: 1\n    unit: d\n    element: t.missing\n", "declares no column 'missing'"),
+    "sql_write.odcs.yaml": (GOOD.format(id="x", table="t") + "        quality:\n          - type: sql\n            query: WITH d AS (DELETE FROM t RETURNING *) SELECT COUNT(*) FROM d\n            mustBe: 0\n", "SQL rule refused"),
+    "sql_two.odcs.yaml": (GOOD.format(id="x", table="t") + "        quality:\n          - type: sql\n            query: SELECT 1; DROP TABLE t\n            mustBe: 0\n", "2 statements"),
+    "placeholder.odcs.yaml": (GOOD.format(id="x", table="t") + "        quality:\n          - type: sql\n            query: SELECT COUNT(*) FROM {schema}.{object}\n            mustBe: 0\n", "unresolved placeholder"),
+}
+
+
+@pytest.fixture
+def bad_folder(tmp_path):
+    for name, (content, _) in CASES.items():
+        path = tmp_path / name
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content)
+    return tmp_path
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_each_bad_file_gives_its_problem(bad_folder, name):
+    started = time.monotonic()
+    result = load_contracts([bad_folder / name])
+    assert time.monotonic() - started < 10
+    expected = CASES[name][1]
+    assert any(expected in p.message for p in result.errors), [p.render() for p in result.problems]
+    assert all(p.file.endswith(name) for p in result.problems)
+
+
+def test_a_50_mib_file_is_refused_without_reading_it(tmp_path):
+    path = tmp_path / "huge.odcs.yaml"
+    with path.open("wb") as f:
+        f.truncate(50 * 1024 * 1024)
+    result = load_contracts([path])
+    assert "over the limit" in result.errors[0].message
+
+
+def test_duplicate_ids_and_assets_name_both_files(tmp_path):
+    (tmp_path / "a.odcs.yaml").write_text(GOOD.format(id="same", table="t"))
+    (tmp_path / "b.odcs.yaml").write_text(GOOD.format(id="same", table="u"))
+    (tmp_path / "c.odcs.yaml").write_text(GOOD.format(id="other", table="t"))
+    result = load_contracts([tmp_path])
+    messages = [p.render() for p in result.errors]
+    assert any("b.odcs.yaml" in m and "also defined in" in m and "a.odcs.yaml" in m for m in messages), messages
+    assert any("c.odcs.yaml" in m and "asset t is also claimed by" in m and "a.odcs.yaml" in m for m in messages)
+
+
+def test_problems_carry_line_and_named_path(tmp_path):
+    path = tmp_path / "p.odcs.yaml"
+    path.write_text(GOOD.format(id="x", table="orders") + "        logicalTypeOptions:\n          minLength: -1\n")
+    problem = load_contracts([path]).errors[0]
+    assert problem.path == "schema.orders.properties.a.logicalTypeOptions.minLength"
+    assert problem.line == 12
+
+
+def test_other_yaml_beside_contracts_is_ignored(tmp_path):
+    (tmp_path / "defs.yaml").write_text("type: dq_contracts.ContractsComponent\nattributes: {contracts_dir: .}\n")
+    (tmp_path / "c.yaml").write_text(GOOD.format(id="x", table="t"))
+    result = load_contracts([tmp_path])
+    assert result.problems == [] and len(result.plans) == 1
+
+
+def test_cli_validate_reports_everything_in_one_go_without_traceback(bad_folder):
+    proc = subprocess.run([sys.executable, "-m", "dq_contracts.cli", "validate", str(bad_folder)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stdout + proc.stderr
+    for name, (_, expected) in CASES.items():
+        assert any(name in line and expected in line for line in proc.stdout.splitlines()), (name, proc.stdout)
+
+
+def test_cli_validate_exits_0_on_the_demo_contracts():
+    from dq_contracts_tests.conftest import CONTRACTS
+
+    proc = subprocess.run([sys.executable, "-m", "dq_contracts.cli", "validate", str(CONTRACTS)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout
+    assert "3 contract(s) valid" in proc.stdout
+
+
+def test_cli_plan_json_shape():
+    import json
+
+    from dq_contracts_tests.conftest import CONTRACTS
+
+    proc = subprocess.run([sys.executable, "-m", "dq_contracts.cli", "plan", str(CONTRACTS), "--format", "json"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0
+    data = json.loads(proc.stdout)
+    orders = next(c for c in data["contracts"] if c["id"] == "urn:dq-contracts:demo:orders")
+    assert {"file", "id", "version", "apiVersion", "checks", "freshness", "schedules", "not_enforced"} <= set(orders)
+    check = next(c for c in orders["checks"] if c["name"] == "customer_id__not_null")
+    assert check == {**check, "asset_key": ["orders"], "clause": "/schema/0/properties/1/required",
+                     "kind": "not_null", "severity": "ERROR", "blocking": True}
+    assert orders["freshness"][0]["fail_window_seconds"] == 86400
+    assert {s["cron"] for s in orders["schedules"]} == {"0 6 * * *", "0 * * * *"}
+    assert data["problems"] == []

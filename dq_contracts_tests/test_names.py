@@ -1,0 +1,53 @@
+"""Check names: valid Dagster names, unique per asset, stable across versions and reordering."""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+
+from dq_contracts.core import load_contracts
+
+BASE = {
+    "apiVersion": "v3.1.0", "kind": "DataContract", "id": "c", "version": "1.0.0", "status": "active",
+    "schema": [{
+        "name": "t",
+        "properties": [
+            {"name": "Customer-ID", "logicalType": "string", "required": True,
+             "quality": [{"metric": "nullValues", "mustBe": 0}, {"metric": "nullValues", "mustBeLessThan": 5}]},
+            {"name": "amount", "logicalType": "number", "logicalTypeOptions": {"minimum": 0, "maximum": 9}},
+        ],
+        "quality": [{"metric": "rowCount", "mustBeGreaterThan": 0}, {"id": "my-rule", "metric": "rowCount", "mustBe": 3}],
+    }],
+}
+
+
+def names(tmp_path, document, file="c.odcs.yaml"):
+    path = tmp_path / file
+    path.write_text(yaml.safe_dump(document))
+    result = load_contracts([path])
+    assert result.problems == []
+    return {
+        (c.kind, c.property, tuple((x.operator, str(x.value)) for x in c.conditions)): c.name
+        for c in result.plans[0].objects[0].checks
+    }
+
+
+def test_names_are_valid_and_unique(tmp_path):
+    found = names(tmp_path, BASE)
+    assert all(re.fullmatch(r"[a-z0-9_]+", n) for n in found.values()), found
+    assert len(set(found.values())) == len(found)
+    assert "customer_id__not_null" in found.values()
+    assert "my_rule" in found.values()
+
+
+def test_names_survive_a_new_version_and_reordering(tmp_path):
+    before = names(tmp_path, BASE, "a.odcs.yaml")
+    moved = yaml.safe_load(yaml.safe_dump(BASE))
+    moved["version"] = "1.1.0"
+    obj = moved["schema"][0]
+    obj["properties"].reverse()
+    obj["properties"][1]["quality"].reverse()
+    obj["quality"].reverse()
+    after = names(tmp_path, moved, "b.odcs.yaml")
+    assert before == after
