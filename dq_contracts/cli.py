@@ -67,12 +67,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 1 if result.errors else 0
 
 
-def cmd_check(args: argparse.Namespace) -> int:
-    from dq_contracts.runner import run_cli_check  # imported late: only `check` needs the engine
-
-    return run_cli_check(args)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dq-contracts", description="ODCS v3 data contracts for Dagster")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -86,11 +80,6 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--format", choices=["text", "json"], default="text")
     plan.set_defaults(run=cmd_plan)
 
-    check = commands.add_parser("check", help="run every check against the contracts' servers")
-    check.add_argument("paths", nargs="+")
-    check.add_argument("--server", help="the ODCS server name to use (default: the first SQL server)")
-    check.add_argument("--format", choices=["text", "json"], default="text")
-    check.set_defaults(run=cmd_check)
     return parser
 
 
