@@ -130,7 +130,7 @@ def _placeholders(document: dict) -> list[Rewrite]:
 def _exclusive_bounds(document: dict) -> list[Rewrite]:
     # v3.0: exclusiveMinimum/Maximum are booleans modifying minimum/maximum; v3.1: they are bounds.
     out = []
-    for parts, prop in _all_properties(document):
+    for parts, prop in all_properties(document):
         options = prop.get("logicalTypeOptions")
         if not isinstance(options, dict):
             continue
@@ -163,7 +163,7 @@ def _sla_default_element(document: dict) -> list[Rewrite]:
     return out
 
 
-def _all_properties(document: dict) -> Iterator[tuple[list[str | int], dict]]:
+def all_properties(document: dict) -> Iterator[tuple[list[str | int], dict]]:
     def walk(properties: Any, base: list[str | int]):
         for pi, prop in enumerate(_list(properties)):
             if isinstance(prop, dict):

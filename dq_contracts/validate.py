@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterator
 import jsonschema_rs
 
 from dq_contracts.loader import LoadedDocument
-from dq_contracts.normalise import OPERATORS, Rewrite, normalise, quality_items
+from dq_contracts.normalise import OPERATORS, Rewrite, all_properties, normalise, quality_items
 from dq_contracts.paths import Parts, named_path, pointer
 from dq_contracts.problems import Problem
 
@@ -86,19 +86,6 @@ class Gate:
     find: Callable[[dict], Iterator[Parts]]
 
 
-def _properties(document: dict) -> Iterator[tuple[list[str | int], dict]]:
-    def walk(props: Any, base: list[str | int]):
-        for i, prop in enumerate(props if isinstance(props, list) else []):
-            if isinstance(prop, dict):
-                here = [*base, "properties", i]
-                yield here, prop
-                yield from walk(prop.get("properties"), here)
-
-    for oi, obj in enumerate(document.get("schema") or [] if isinstance(document.get("schema"), list) else []):
-        if isinstance(obj, dict):
-            yield from walk(obj.get("properties"), ["schema", oi])
-
-
 def _objects(document: dict) -> Iterator[tuple[list[str | int], dict]]:
     schema = document.get("schema")
     for oi, obj in enumerate(schema if isinstance(schema, list) else []):
@@ -107,7 +94,7 @@ def _objects(document: dict) -> Iterator[tuple[list[str | int], dict]]:
 
 
 def _property_key(key: str) -> Callable[[dict], Iterator[Parts]]:
-    return lambda doc: ([*p, key] for p, prop in _properties(doc) if key in prop)
+    return lambda doc: ([*p, key] for p, prop in all_properties(doc) if key in prop)
 
 
 def _object_key(key: str) -> Callable[[dict], Iterator[Parts]]:
@@ -115,7 +102,7 @@ def _object_key(key: str) -> Callable[[dict], Iterator[Parts]]:
 
 
 def _logical_type(*names: str) -> Callable[[dict], Iterator[Parts]]:
-    return lambda doc: ([*p, "logicalType"] for p, prop in _properties(doc) if prop.get("logicalType") in names)
+    return lambda doc: ([*p, "logicalType"] for p, prop in all_properties(doc) if prop.get("logicalType") in names)
 
 
 def _top_key(key: str) -> Callable[[dict], Iterator[Parts]]:
@@ -135,7 +122,7 @@ def _quality_key(*keys: str) -> Callable[[dict], Iterator[Parts]]:
 
 
 def _bound_values(doc: dict) -> Iterator[Parts]:
-    for p, prop in _properties(doc):
+    for p, prop in all_properties(doc):
         options = prop.get("logicalTypeOptions")
         if isinstance(options, dict):
             for key in ("exclusiveMinimum", "exclusiveMaximum"):
