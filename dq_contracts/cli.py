@@ -23,7 +23,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     warnings = len(result.problems) - errors
     failed_files = {p.file for p in result.errors}
     contracts = sum(1 for plan in result.plans if plan.file not in failed_files)
-    summary = f"{contracts} contract(s) valid, {errors} error(s), {warnings} warning(s)"
+    summary = (f"read {result.files_read} contract file(s): {contracts} valid, "
+               f"{errors} error(s), {warnings} warning(s)")
     print(summary)
     return 1 if errors else 0
 

@@ -27,6 +27,7 @@ class LoadResult:
 
 def load_contracts(paths: Iterable[str | os.PathLike[str]]) -> LoadResult:
     documents, problems = load_documents(paths)
+    # files that could not even be parsed count as read too
     result = LoadResult(problems=problems, files_read=len(documents) + len({p.file for p in problems}))
     compiled: list[tuple[ContractPlan, object]] = []
     for document in documents:
@@ -37,7 +38,6 @@ def load_contracts(paths: Iterable[str | os.PathLike[str]]) -> LoadResult:
         plan, found = compile_contract(validated)
         result.problems.extend(found)
         compiled.append((plan, document))
-    result.files_read = len(documents) + len({p.file for p in problems})
 
     # across files: the same (id, version) twice; the same asset claimed twice
     seen_ids: dict[tuple[str, str], ContractPlan] = {}

@@ -116,7 +116,7 @@ def test_cli_validate_exits_0_on_the_demo_contracts():
     proc = subprocess.run([sys.executable, "-m", "dq_contracts.cli", "validate", str(CONTRACTS)],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout
-    assert "3 contract(s) valid" in proc.stdout
+    assert "read 3 contract file(s): 3 valid, 0 error(s)" in proc.stdout
 
 
 def test_cli_plan_json_shape():

@@ -96,6 +96,8 @@ def test_every_check_fails_on_the_bad_table(plan, tmp_path):
     assert results["row_count"].observed == 6
     assert results["kind__missing_values"].observed == pytest.approx(100 * 5 / 6)
     assert results["id__primary_key"].observed == 2  # one duplicate, one NULL
+    assert results["kind__invalid_values"].observed == 5  # 'z' and four '': the NULL is not invalid
+    assert results["parent__duplicate_values"].observed == 1  # 7 twice; the four NULLs are not duplicates
     assert results["parent__references_t"].observed == 2  # two rows point at id 7, which does not exist
     assert results["ts__freshness"].observed == (NOW - dt.datetime(2026, 5, 2, tzinfo=dt.timezone.utc)).total_seconds()
     assert all(r.error is None for r in results.values())
