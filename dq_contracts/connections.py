@@ -1,0 +1,69 @@
+"""SQLAlchemy engines from ODCS `servers` entries. Credentials come only from the environment.
+
+For a server named `prod` (its `server` key), these variables are read, upper-cased with every
+non-alphanumeric character turned into `_`:
+
+* `DQ_CONTRACTS_PROD_URL`: a full SQLAlchemy URL, used as is (it wins over everything else);
+* `DQ_CONTRACTS_PROD_USER` and `DQ_CONTRACTS_PROD_PASSWORD`: joined to the contract's host, port
+  and database.
+
+A DuckDB `database` path that is relative is taken from the current working directory.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import sqlalchemy as sa
+
+DRIVERS = {"postgres": "postgresql+psycopg2", "postgresql": "postgresql+psycopg2", "duckdb": "duckdb"}
+
+
+@dataclass(frozen=True)
+class Connection:
+    url: sa.URL
+    schema: str | None
+    secrets: tuple[str, ...]  # values never to show in a result, log or error
+
+
+def env_prefix(server_name: str) -> str:
+    return "DQ_CONTRACTS_" + re.sub(r"[^A-Za-z0-9]", "_", server_name).upper()
+
+
+def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Connection:
+    environ = os.environ if environ is None else environ
+    name = str(server.get("server") or server.get("id") or "default")
+    prefix = env_prefix(name)
+    kind = str(server.get("type") or "").lower()
+    schema = server.get("schema")
+    if environ.get(f"{prefix}_URL"):
+        url = sa.make_url(environ[f"{prefix}_URL"])
+        return Connection(url, schema, tuple(s for s in (url.password,) if s))
+    if kind == "duckdb":
+        database = str(server.get("database") or ":memory:")
+        return Connection(sa.URL.create("duckdb", database=database), schema, ())
+    if kind not in DRIVERS:
+        raise ValueError(f"server {name!r}: type {kind!r} has no driver here; set {prefix}_URL to a "
+                         "SQLAlchemy URL for it")
+    password = environ.get(f"{prefix}_PASSWORD")
+    url = sa.URL.create(
+        DRIVERS[kind],
+        username=environ.get(f"{prefix}_USER"),
+        password=password,
+        host=server.get("host"),
+        port=int(server["port"]) if server.get("port") not in (None, "") else None,
+        database=server.get("database"),
+    )
+    return Connection(url, schema, tuple(s for s in (password,) if s))
+
+
+def engine_for(connection: Connection) -> sa.Engine:
+    kwargs: dict[str, Any] = {"pool_pre_ping": True}
+    if connection.url.get_backend_name() == "duckdb":
+        kwargs["connect_args"] = {"read_only": True}
+    elif connection.url.get_backend_name() == "postgresql":
+        kwargs["connect_args"] = {"connect_timeout": 10}
+    return sa.create_engine(connection.url, **kwargs)

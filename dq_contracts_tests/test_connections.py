@@ -1,0 +1,50 @@
+"""Engines from ODCS servers: credentials only from the environment, never shown."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+
+from dq_contracts.connections import connection_for, engine_for
+from dq_contracts.runner import scrub
+
+
+def test_postgres_credentials_come_from_the_environment():
+    server = {"server": "prod-eu", "type": "postgres", "host": "127.0.0.1", "port": 5432, "database": "wh",
+              "schema": "analytics"}
+    connection = connection_for(server, {"DQ_CONTRACTS_PROD_EU_USER": "reader",
+                                         "DQ_CONTRACTS_PROD_EU_PASSWORD": "s3cr#t"})
+    assert connection.url.username == "reader" and connection.url.password == "s3cr#t"
+    assert connection.url.host == "127.0.0.1" and connection.url.database == "wh"
+    assert connection.schema == "analytics"
+    assert "s3cr#t" not in str(connection.url)
+    assert connection.secrets == ("s3cr#t",)
+
+
+def test_a_full_url_wins():
+    connection = connection_for({"server": "x", "type": "postgres", "host": "h"},
+                                {"DQ_CONTRACTS_X_URL": "postgresql+psycopg2://u:pw@db:5433/other"})
+    assert connection.url.host == "db" and connection.url.port == 5433 and connection.secrets == ("pw",)
+
+
+def test_an_unknown_type_says_what_to_set():
+    with pytest.raises(ValueError, match="DQ_CONTRACTS_LAKE_URL"):
+        connection_for({"server": "lake", "type": "kafka"}, {})
+
+
+def test_duckdb_engine_is_read_only(tmp_path):
+    path = tmp_path / "wh.duckdb"
+    writer = sa.create_engine(f"duckdb:///{path}")
+    with writer.begin() as c:
+        c.exec_driver_sql("CREATE TABLE t (a INTEGER)")
+    writer.dispose()  # DuckDB refuses a read-only connection beside an open writable one in one process
+    engine = engine_for(connection_for({"server": "local", "type": "duckdb", "database": str(path)}, {}))
+    with engine.connect() as c:
+        assert c.exec_driver_sql("SELECT COUNT(*) FROM t").scalar() == 0
+        with pytest.raises(Exception, match="read-only"):
+            c.exec_driver_sql("INSERT INTO t VALUES (1)")
+
+
+def test_scrub_hides_url_passwords_and_known_secrets():
+    text = scrub("could not connect to postgresql://u:hunter2@db/x as u; password hunter2 refused", ["hunter2"])
+    assert "hunter2" not in text
