@@ -36,8 +36,7 @@ def _plan_text(plan: ContractPlan) -> str:
         width = max((len(c.name) for c in obj.checks), default=10)
         for check in obj.checks:
             threshold = check.threshold_text()
-            unit = "" if check.unit == "rows" else ""
-            lines.append(f"    {check.name:<{width}}  {check.severity:<5}  {check.kind:<16} {threshold}{unit}"
+            lines.append(f"    {check.name:<{width}}  {check.severity:<5}  {check.kind:<16} {threshold}"
                          f"  {check.clause}")
     for fresh in plan.freshness:
         lines.append(f"  freshness {fresh.object}.{fresh.element}: fail after {fresh.fail_window_seconds:g}s  "

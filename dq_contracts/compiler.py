@@ -344,9 +344,8 @@ def _metric(kind: str, suffix: str, needs_column: bool, what: str) -> Callable[[
         default_suffix = suffix if c.prop is not None or kind != "duplicate_values" else (
             "__".join(dagster_name(p) for p in params["columns"]) + "__duplicate_values")
         threshold = " and ".join(x.describe() for x in conditions) + ("%" if unit == "percent" else "")
-        plan = c.check(kind, default_suffix, f"{c.where()} {what} {threshold}", rule=rule,
+        return c.check(kind, default_suffix, f"{c.where()} {what} {threshold}", rule=rule,
                        conditions=conditions, params=params, unit=unit)
-        return plan
     return compile_metric
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
@@ -21,7 +20,6 @@ from dq_contracts.sql import (
     compound_duplicates,
     measure_for,
     orphans,
-    quoted,
     render,
     table_for,
 )

@@ -26,7 +26,7 @@ import jsonschema_rs
 
 from dq_contracts.loader import LoadedDocument
 from dq_contracts.normalise import OPERATORS, Rewrite, all_properties, normalise, quality_items
-from dq_contracts.paths import Parts, named_path, pointer
+from dq_contracts.paths import Parts, named_path
 from dq_contracts.problems import Problem
 
 SCHEMA_PACKAGE = "open_data_contract_standard"
