@@ -19,13 +19,16 @@ from dq_contracts.plans import CheckPlan, ContractPlan, ObjectPlan, percent_of
 from dq_contracts.sql import (
     compound_duplicates,
     measure_for,
+    orphan_samples,
     orphans,
     render,
+    samples_query,
     table_for,
 )
 from dq_contracts.sqlrules import judge_sql_rule
 
 DEFAULT_TIMEOUT_SECONDS = 300
+SAMPLE_LIMIT = 5
 
 
 @dataclass
@@ -53,7 +56,7 @@ class CheckResult:
             "asset_key": list(self.asset_key), "name": self.name, "clause": self.clause, "kind": self.kind,
             "passed": self.passed, "severity": self.severity, "observed": _jsonable(self.observed),
             "threshold": self.threshold, "unit": self.unit, "row_count": self.row_count,
-            "error": self.error, "sql": self.sql, "details": self.details,
+            "error": self.error, "sql": self.sql, "samples": self.samples, "details": self.details,
         }
 
 
@@ -173,7 +176,35 @@ def run_object(
         else:
             results[check.name] = _run_own_query(check, obj, table, engine, schema, result, row_count,
                                                  timeout_seconds, secrets)
+    for check in checks:
+        if not results[check.name].passed and results[check.name].error is None:
+            _add_samples(check, results[check.name], obj, table, engine, schema, timeout_seconds, secrets)
     return [results[c.name] for c in checks]
+
+
+def _add_samples(check, result: CheckResult, obj, table, engine, schema, timeout_seconds, secrets) -> None:
+    """Only after a failure: a few offending values, never of a classified column."""
+    columns = [c for c in ([check.params.get("column")] + list(check.params.get("columns") or [])) if c]
+    if not columns:
+        return
+    if any((obj.column(c) is not None and obj.column(c).classified) for c in columns):
+        result.details["samples_withheld"] = "the column is classified; sample values are never fetched"
+        return
+    if check.kind == "relationship":
+        target = table_for(check.params["target_table"], schema, check.params["target_columns"])
+        source = table_for(obj.physical_name, schema, check.params["columns"])
+        statement = orphan_samples(source, check.params["columns"], target, check.params["target_columns"],
+                                   SAMPLE_LIMIT)
+    else:
+        statement = samples_query(check, table, engine.dialect.name, SAMPLE_LIMIT)
+    if statement is None:
+        return
+    try:
+        with read_only(engine, timeout_seconds) as connection:
+            rows = connection.execute(statement).fetchall()
+        result.samples = [_jsonable(r[0]) if len(r) == 1 else [_jsonable(v) for v in r] for r in rows]
+    except Exception as exc:  # samples are a courtesy: their failure never changes the verdict
+        result.details["samples_error"] = scrub(f"{type(exc).__name__}: {exc}", secrets)
 
 
 def _run_own_query(check, obj, table, engine, schema, result, row_count, timeout_seconds, secrets) -> CheckResult:
@@ -242,6 +273,15 @@ def normalise_type(text: str) -> str:
     return _TYPE_SPELLINGS.get(base, base) + args
 
 
+def same_type(real: str, declared: str) -> bool:
+    """Equal after normalising; arguments count only when both sides have them, because some
+    warehouses drop them (DuckDB keeps no VARCHAR length)."""
+    a, b = normalise_type(real), normalise_type(declared)
+    if a == b:
+        return True
+    return ("(" not in a or "(" not in b) and a.split("(")[0] == b.split("(")[0]
+
+
 def _schema_check(check, obj, engine, schema, result, secrets) -> CheckResult:
     parts = obj.physical_name.split(".")
     table_schema = ".".join(parts[:-1]) if len(parts) > 1 else schema
@@ -256,7 +296,7 @@ def _schema_check(check, obj, engine, schema, result, secrets) -> CheckResult:
             missing.append(column["name"])
         elif column.get("physical_type"):
             real = found["type"].compile(dialect=engine.dialect)
-            if normalise_type(real) != normalise_type(column["physical_type"]):
+            if not same_type(real, column["physical_type"]):
                 mismatched.append(f"{column['name']}: declared {column['physical_type']}, found {real}")
     extra = sorted(name for name in actual if name not in declared)
     observed = len(missing) + len(mismatched)

@@ -55,6 +55,53 @@ def _typed_bound(check: CheckPlan, value: Any) -> ColumnElement:
     return sa.bindparam(None, value)
 
 
+def violation(check: CheckPlan, table: sa.TableClause, dialect: str) -> ColumnElement | None:
+    """The condition a row breaks for a row-level check, or None when the check is not row-level."""
+    p = check.params
+    if not p.get("column"):
+        return None
+    col = table.c[p["column"]]
+    kind = check.kind
+    if kind == "range":
+        bound = _typed_bound(check, p["bound"])
+        if p["lower"]:
+            return col <= bound if p["strict"] else col < bound
+        return col >= bound if p["strict"] else col > bound
+    if kind == "length":
+        length = sa.func.length(col)
+        return length < p["bound"] if p["lower"] else length > p["bound"]
+    if kind == "pattern":
+        return sa.and_(col.is_not(None), sa.not_(regex_match(col, p["pattern"], dialect)))
+    if kind == "accepted_values":
+        return sa.and_(col.is_not(None), col.not_in(p["values"]))
+    if kind == "missing_values":
+        values = [v for v in p["values"] if v is not None]
+        conditions = [col.in_(values)] if values else []
+        if None in p["values"]:
+            conditions.append(col.is_(None))
+        return sa.or_(*conditions)
+    if kind == "invalid_values":
+        invalid = []
+        if p.get("valid_values") is not None:
+            invalid.append(col.not_in(p["valid_values"]))
+        if p.get("pattern") is not None:
+            invalid.append(sa.not_(regex_match(col, p["pattern"], dialect)))
+        return sa.and_(col.is_not(None), sa.or_(*invalid))
+    if kind == "multiple_of":
+        divisor = sa.cast(sa.bindparam(None, str(p["divisor"]), type_=sa.String), sa.Numeric(38, 10))
+        return sa.cast(col, sa.Numeric(38, 10)) % divisor != 0
+    return None
+
+
+# the identity of each row-level measure: two checks with the same key share one column
+_VIOLATION_KEYS = {
+    "range": ("column", "lower", "strict", "bound"), "length": ("column", "lower", "bound"),
+    "pattern": ("column", "pattern"), "accepted_values": ("column", "values"),
+    "missing_values": ("column", "values"), "invalid_values": ("column", "valid_values", "pattern"),
+    "multiple_of": ("column", "divisor"),
+}
+
+
 def measure_for(check: CheckPlan, table: sa.TableClause, dialect: str) -> tuple[str, ColumnElement] | None:
     """(key, expression) of the single aggregate this check needs, or None if it needs its own query.
 
@@ -73,44 +120,28 @@ def measure_for(check: CheckPlan, table: sa.TableClause, dialect: str) -> tuple[
     if kind == "primary_key" and len(p["columns"]) == 1:
         return f"pk:{p['column']}", (sa.func.count() - sa.func.count(col)) + (
             sa.func.count(col) - sa.func.count(sa.distinct(col)))
-    if kind == "range":
-        bound = _typed_bound(check, p["bound"])
-        if p["lower"]:
-            bad = col <= bound if p["strict"] else col < bound
-        else:
-            bad = col >= bound if p["strict"] else col > bound
-        return f"range:{p['column']}:{p['lower']}:{p['strict']}:{p['bound']}", _count_where(bad)
-    if kind == "length":
-        length = sa.func.length(col)
-        bad = length < p["bound"] if p["lower"] else length > p["bound"]
-        return f"length:{p['column']}:{p['lower']}:{p['bound']}", _count_where(bad)
-    if kind == "pattern":
-        bad = sa.and_(col.is_not(None), sa.not_(regex_match(col, p["pattern"], dialect)))
-        return f"pattern:{p['column']}:{p['pattern']}", _count_where(bad)
-    if kind == "accepted_values":
-        bad = sa.and_(col.is_not(None), col.not_in(p["values"]))
-        return f"accepted:{p['column']}:{p['values']!r}", _count_where(bad)
-    if kind == "missing_values":
-        values = [v for v in p["values"] if v is not None]
-        conditions = [col.in_(values)] if values else []
-        if None in p["values"]:
-            conditions.append(col.is_(None))
-        return f"missing:{p['column']}:{p['values']!r}", _count_where(sa.or_(*conditions))
-    if kind == "invalid_values":
-        invalid = []
-        if p.get("valid_values") is not None:
-            invalid.append(col.not_in(p["valid_values"]))
-        if p.get("pattern") is not None:
-            invalid.append(sa.not_(regex_match(col, p["pattern"], dialect)))
-        bad = sa.and_(col.is_not(None), sa.or_(*invalid))
-        return f"invalid:{p['column']}:{p.get('valid_values')!r}:{p.get('pattern')}", _count_where(bad)
-    if kind == "multiple_of":
-        divisor = sa.cast(sa.bindparam(None, str(p["divisor"]), type_=sa.String), sa.Numeric(38, 10))
-        bad = sa.cast(col, sa.Numeric(38, 10)) % divisor != 0
-        return f"multiple:{p['column']}:{p['divisor']}", _count_where(bad)
     if kind == "freshness":
         return f"max:{p['column']}", sa.func.max(col)
-    return None
+    bad = violation(check, table, dialect)
+    if bad is None:
+        return None
+    key = ":".join([kind, *(repr(p.get(k)) for k in _VIOLATION_KEYS[kind])])
+    return key, _count_where(bad)
+
+
+def samples_query(check: CheckPlan, table: sa.TableClause, dialect: str, limit: int = 5) -> sa.Select | None:
+    """Up to `limit` distinct offending values of the check's column, or None when there is nothing to show
+    (a NULL count has no values to show; compound keys and SQL rules have no single column)."""
+    p = check.params
+    if check.kind in ("unique", "primary_key", "duplicate_values") and len(p.get("columns") or []) == 1:
+        col = table.c[p["columns"][0]]
+        return (sa.select(col).where(col.is_not(None)).group_by(col).having(sa.func.count() > 1)
+                .order_by(col).limit(limit))
+    bad = violation(check, table, dialect)
+    if bad is None:
+        return None
+    col = table.c[p["column"]]
+    return sa.select(col).where(bad).group_by(col).order_by(col).limit(limit)
 
 
 def compound_duplicates(table: sa.TableClause, columns: list[str], *, count_nulls: bool) -> sa.Select:
@@ -124,6 +155,16 @@ def compound_duplicates(table: sa.TableClause, columns: list[str], *, count_null
         return sa.select(extra)
     nulls = sa.select(sa.func.count()).select_from(table).where(sa.not_(complete)).scalar_subquery()
     return sa.select(extra + nulls)
+
+
+def orphan_samples(table: sa.TableClause, columns: list[str], target: sa.TableClause,
+                   target_columns: list[str], limit: int = 5) -> sa.Select:
+    """Up to `limit` distinct keys that have no match in the target."""
+    cols = [table.c[c] for c in columns]
+    target = target.alias("ref")
+    match = sa.exists().where(sa.and_(*(target.c[t] == c for c, t in zip(cols, target_columns))))
+    return (sa.select(*cols).where(sa.and_(*(c.is_not(None) for c in cols)), sa.not_(match))
+            .group_by(*cols).order_by(*cols).limit(limit))
 
 
 def orphans(table: sa.TableClause, columns: list[str], target: sa.TableClause,

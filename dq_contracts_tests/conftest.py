@@ -24,3 +24,33 @@ def write_contract(tmp_path):
         return path
 
     return write
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL cluster on 127.0.0.1 for the whole session; CI must have it, elsewhere it may skip."""
+    from dq_contracts_tests.pgcluster import PgCluster
+
+    try:
+        cluster = PgCluster.start()
+    except FileNotFoundError as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(str(exc))
+    yield cluster
+    cluster.destroy()
+
+
+@pytest.fixture
+def pg_database(postgres):
+    """A fresh database of its own for one test; returns its SQLAlchemy URL (superuser)."""
+    import uuid
+
+    import sqlalchemy as sa
+
+    name = "t_" + uuid.uuid4().hex[:12]
+    admin = sa.create_engine(postgres.url(), isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:
+        c.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    admin.dispose()
+    yield postgres.url(name)
