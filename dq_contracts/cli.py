@@ -67,6 +67,59 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 1 if result.errors else 0
 
 
+def _status(result) -> str:
+    if result.passed:
+        return "pass"
+    if result.error:
+        return "error"
+    return "fail" if result.severity == "ERROR" else "warn"
+
+
+def _observed_text(result) -> str:
+    value = result.observed
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        value = f"{value:.6g}"
+    unit = "%" if result.unit == "percent" else (" s" if result.kind == "freshness" else "")
+    return f"{value}{unit}"
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from dq_contracts.checking import Warehouses, run_contract  # the engine only when checks run
+
+    loaded = load_contracts(args.paths)
+    broken = {p.file for p in loaded.errors}
+    results = []
+    with Warehouses() as warehouses:
+        for plan in loaded.plans:
+            if plan.file in broken:
+                continue  # a contract with errors is not run; its problems are printed below
+            results.extend(run_contract(plan, warehouses, server_name=args.server,
+                                        timeout_seconds=args.timeout))
+    failing = [r for r in results if not r.passed and r.severity == "ERROR"]
+    if args.format == "json":
+        payload = {
+            "results": [{"contract": r.contract_id, "version": r.contract_version, **r.to_json()}
+                        for r in results],
+            "problems": [p.to_json() for p in loaded.problems],
+        }
+        print(json.dumps(payload, indent=2, default=str))
+    else:
+        rows = [("asset", "check", "severity", "status", "observed", "threshold", "detail")]
+        for r in results:
+            detail = r.error or (f"e.g. {', '.join(map(str, r.samples))}" if r.samples else "")
+            rows.append(("/".join(r.asset_key), r.name, r.severity, _status(r), _observed_text(r),
+                         r.threshold, detail))
+        widths = [max(len(str(row[i])) for row in rows) for i in range(6)]
+        for row in rows:
+            print("  ".join(str(v).ljust(w) for v, w in zip(row, widths)) + "  " + str(row[6]))
+        counts = {s: sum(_status(r) == s for r in results) for s in ("pass", "warn", "fail", "error")}
+        print(f"{len(results)} check(s): " + ", ".join(f"{n} {s}" for s, n in counts.items()))
+        _print_problems(loaded, sys.stdout)
+    return 1 if failing or loaded.errors else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dq-contracts", description="ODCS v3 data contracts for Dagster")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -79,6 +132,14 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("paths", nargs="+")
     plan.add_argument("--format", choices=["text", "json"], default="text")
     plan.set_defaults(run=cmd_plan)
+
+    check = commands.add_parser("check", help="run every check against the contracts' servers")
+    check.add_argument("paths", nargs="+")
+    check.add_argument("--server", help="the `server` name in each contract's servers (default: its first "
+                       "SQL server)")
+    check.add_argument("--format", choices=["text", "json"], default="text")
+    check.add_argument("--timeout", type=float, default=300, help="statement timeout in seconds (default 300)")
+    check.set_defaults(run=cmd_check)
 
     return parser
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import re
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
@@ -77,16 +78,43 @@ def scrub(message: str, secrets: Iterable[str] = ()) -> str:
     return text.splitlines()[0][:500] if text else text
 
 
+class StatementTimeout(Exception):
+    """A query ran longer than the statement timeout and was cancelled."""
+
+
 @contextlib.contextmanager
 def read_only(engine: sa.Engine, timeout_seconds: float) -> Iterator[sa.Connection]:
-    """A connection in a read-only transaction with a statement timeout, where the dialect has them."""
+    """A connection in a read-only transaction with a statement timeout.
+
+    PostgreSQL does both itself. DuckDB engines are opened read-only (connections.engine_for) and have
+    no statement timeout, so a timer interrupts the query instead.
+    """
     with engine.connect() as connection:
+        timer: threading.Timer | None = None
+        fired = threading.Event()
         if engine.dialect.name == "postgresql":
             connection.exec_driver_sql("SET TRANSACTION READ ONLY")
-            connection.exec_driver_sql("SET LOCAL statement_timeout = %d" % int(timeout_seconds * 1000))
+            connection.exec_driver_sql(f"SET LOCAL statement_timeout = {int(timeout_seconds * 1000)}")
+        elif engine.dialect.name == "duckdb":
+            driver = connection.connection.driver_connection
+
+            def interrupt() -> None:
+                fired.set()
+                driver.interrupt()
+
+            timer = threading.Timer(timeout_seconds, interrupt)
+            timer.daemon = True
+            timer.start()
         try:
             yield connection
+        except Exception as exc:
+            if fired.is_set():
+                raise StatementTimeout(f"the query ran longer than the {timeout_seconds:g} s statement "
+                                       "timeout and was cancelled") from exc
+            raise
         finally:
+            if timer is not None:
+                timer.cancel()
             connection.rollback()
 
 

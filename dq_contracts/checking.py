@@ -1,0 +1,104 @@
+"""Run every check of whole contracts against their servers: pick the server, open one engine per
+server, and turn a server that cannot be reached into failed results, never into passes."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+
+from dq_contracts.compiler import SQL_SERVER_TYPES
+from dq_contracts.connections import Connection, connection_for, engine_for
+from dq_contracts.plans import ContractPlan, ObjectPlan
+from dq_contracts.runner import DEFAULT_TIMEOUT_SECONDS, CheckResult, run_object, scrub
+
+
+class ServerChoiceError(ValueError):
+    """The contract has no server that can be used (none declared, or not the one asked for)."""
+
+
+def choose_server(plan: ContractPlan, name: str | None = None) -> dict[str, Any]:
+    """The server named `name`, or else the contract's first SQL server."""
+    if name is not None:
+        for server in plan.servers:
+            if str(server.get("server") or server.get("id")) == name:
+                return server
+        known = ", ".join(str(s.get("server")) for s in plan.servers) or "none"
+        raise ServerChoiceError(f"contract {plan.id!r} has no server named {name!r} (it has: {known})")
+    for server in plan.servers:
+        if str(server.get("type", "")).lower() in SQL_SERVER_TYPES:
+            return server
+    raise ServerChoiceError(f"contract {plan.id!r} declares no SQL server to check against; add a `servers` "
+                            "entry (type duckdb or postgres, with database and schema)")
+
+
+def failed_results(plan: ContractPlan, obj: ObjectPlan, error: str,
+                   selected: Iterable[str] | None = None) -> list[CheckResult]:
+    """Every selected check of the object, failed at its severity with the same error."""
+    wanted = set(selected) if selected is not None else None
+    return [CheckResult(plan.id, plan.version, obj.asset_key, obj.name, c.name, c.clause, c.kind, c.severity,
+                        passed=False, threshold=c.threshold_text(), unit=c.unit, error=error)
+            for c in obj.checks if wanted is None or c.name in wanted]
+
+
+@dataclass
+class Warehouses:
+    """One engine per distinct connection, reused across contracts, disposed at the end."""
+
+    environ: Mapping[str, str] | None = None
+    _engines: dict[str, tuple[sa.Engine, Connection]] = field(default_factory=dict)
+
+    def engine(self, server: Mapping[str, Any]) -> tuple[sa.Engine, Connection]:
+        connection = connection_for(server, self.environ)
+        key = connection.url.render_as_string(hide_password=False)
+        if key not in self._engines:
+            self._engines[key] = (engine_for(connection), connection)
+        return self._engines[key]
+
+    def dispose(self) -> None:
+        for engine, _ in self._engines.values():
+            engine.dispose()
+        self._engines.clear()
+
+    def __enter__(self) -> Warehouses:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.dispose()
+
+
+def run_contract(
+    plan: ContractPlan,
+    warehouses: Warehouses,
+    *,
+    server_name: str | None = None,
+    objects: Iterable[str] | None = None,
+    selected: Mapping[str, Iterable[str]] | None = None,
+    now: dt.datetime | None = None,
+    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+) -> list[CheckResult]:
+    """Results of the contract's checks; `objects` limits the schema objects, `selected` maps an object
+    name to the check names to run in it."""
+    wanted_objects = set(objects) if objects is not None else None
+    chosen = [o for o in plan.objects if wanted_objects is None or o.name in wanted_objects]
+    now = now or dt.datetime.now(dt.timezone.utc)
+    secrets: tuple[str, ...] = ()
+    try:
+        server = choose_server(plan, server_name)
+        engine, connection = warehouses.engine(server)
+        secrets = connection.secrets
+        # one connection attempt first: an unreachable server fails every check once, quickly
+        with engine.connect():
+            pass
+    except Exception as exc:  # no server, no driver, refused password, host down: all checks fail with it
+        error = scrub(f"{type(exc).__name__}: {exc}", secrets)
+        return [r for o in chosen for r in failed_results(plan, o, error, (selected or {}).get(o.name))]
+    results: list[CheckResult] = []
+    for obj in chosen:
+        results.extend(run_object(plan, obj, engine, schema=connection.schema,
+                                  selected=(selected or {}).get(obj.name), now=now,
+                                  timeout_seconds=timeout_seconds, secrets=secrets))
+    return results

@@ -1,0 +1,76 @@
+"""`dq-contracts check` on the bundled contracts and the demo warehouse: the failing clauses are
+exactly the ones the contracts' comments list."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from dq_contracts.demo import write_tables
+from dq_contracts_tests.conftest import CONTRACTS
+
+# from the comments at the top of each bundled contract
+DOCUMENTED = {
+    (m.group(1), m.group(2), m.group(3))
+    for path in sorted(CONTRACTS.glob("*.odcs.yaml"))
+    for m in re.finditer(r"^#\s+- (\w+)\.(\w+)\s+\((ERROR|WARN)\)", path.read_text(), re.M)
+}
+
+
+def check(cwd, *args):
+    return subprocess.run([sys.executable, "-m", "dq_contracts.cli", "check", str(CONTRACTS), *args],
+                          cwd=cwd, capture_output=True, text=True, timeout=120, check=False)
+
+
+@pytest.fixture(scope="module")
+def demo_dir(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("demo")
+    write_tables(folder / "demo_data" / "warehouse.duckdb")
+    return folder
+
+
+def test_the_demo_fails_exactly_the_documented_clauses(demo_dir):
+    assert len(DOCUMENTED) == 7
+    proc = check(demo_dir, "--format", "json")
+    assert proc.returncode == 1, proc.stderr  # ERROR-severity checks fail
+    results = json.loads(proc.stdout)["results"]
+    failing = {(r["asset_key"][-1], r["name"], r["severity"]) for r in results if not r["passed"]}
+    assert failing == DOCUMENTED
+    assert all(r["error"] is None for r in results)
+    for r in results:
+        assert set(r) >= {"asset_key", "name", "clause", "passed", "severity", "observed", "threshold", "error"}
+        assert r["clause"].startswith(("/schema/", "/slaProperties/"))
+
+
+def test_text_output_names_each_failure_with_a_sample(demo_dir):
+    proc = check(demo_dir)
+    assert proc.returncode == 1
+    line = next(l for l in proc.stdout.splitlines() if "segment__accepted_values" in l)
+    assert "fail" in line and "vip" in line
+    email = next(l for l in proc.stdout.splitlines() if "email__format" in l)
+    assert "fail" in email and "not-an-email" not in email  # email is classified pii: no samples
+    assert re.search(r"51 check\(s\): 44 pass, 1 warn, 6 fail, 0 error", proc.stdout)
+
+
+def test_warnings_alone_exit_zero(tmp_path, write_contract):
+    write_tables(tmp_path / "demo_data" / "warehouse.duckdb", ["orders", "order_items"])
+    text = (CONTRACTS / "orders.odcs.yaml").read_text()
+    # keep only the WARN failure: drop the negative-total clause and the orphan-item relationship
+    text = text.replace("          minimum: 0\n          exclusiveMaximum", "          exclusiveMaximum")
+    text = text.replace("        relationships:\n          - to: orders.order_id\n", "")
+    write_contract(text, "orders.odcs.yaml")
+    proc = subprocess.run([sys.executable, "-m", "dq_contracts.cli", "check", "orders.odcs.yaml", "--format",
+                           "json"], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    failing = [(r["name"], r["severity"]) for r in json.loads(proc.stdout)["results"] if not r["passed"]]
+    assert failing == [("status_is_known", "WARN")]
+    assert proc.returncode == 0
+
+
+def test_an_unknown_server_name_fails_cleanly(demo_dir):
+    proc = check(demo_dir, "--server", "prod")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr + proc.stdout
+    assert "no server named 'prod'" in proc.stdout
