@@ -6,7 +6,8 @@
           information_schema query for the schema check.
 
 Each size runs in a fresh subprocess so its peak RSS (ru_maxrss) belongs to that size alone; RSS is
-read right after the engine's runs, before the naive and floor runs touch anything.
+read right after two engine runs, before the naive and floor runs touch anything. The three methods
+are then timed in alternation (see `interleaved_medians`), since a shared 2-core machine drifts.
 
     python benchmarks/bench_engine.py [--sizes 1000000 5000000] [--repeats 5]
 """
@@ -150,24 +151,34 @@ def plan_table(obj) -> sa.TableClause:
     return table_for(obj.physical_name, None, columns)
 
 
-def median_time(fn, repeats: int) -> float:
-    fn()  # warm-up: DuckDB's buffer cache, SQLAlchemy's compiled cache, the connection pool
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+def interleaved_medians(runs: dict, repeats: int) -> dict[str, float]:
+    """Median seconds per method. Methods alternate within each round, in a rotating order, so drift
+    and other load on the machine hit all of them alike; one untimed warm-up round first (DuckDB's
+    buffer cache, SQLAlchemy's compiled cache, the connection pool)."""
+    names = list(runs)
+    for name in names:
+        runs[name]()
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for i in range(repeats):
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            started = time.perf_counter()
+            runs[name]()
+            times[name].append(time.perf_counter() - started)
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
-def naive_run(obj, table: sa.TableClause, engine: sa.Engine, now: dt.datetime) -> dict[str, tuple[bool, object]]:
+def naive_run(obj, table: sa.TableClause, engine: sa.Engine, now: dt.datetime,
+              timings: dict[str, float] | None = None) -> dict[str, tuple[bool, object]]:
     """One query per check: its own measure alone, or the same own query the engine runs."""
     out: dict[str, tuple[bool, object]] = {}
     dialect = engine.dialect.name
     with engine.connect() as connection:
         for check in obj.checks:
+            started = time.perf_counter()
             if check.kind == "schema":
                 sa.inspect(connection).get_columns(obj.physical_name)  # same metadata work as the engine
+                if timings is not None:
+                    timings[check.name] = time.perf_counter() - started
                 continue
             found = measure_for(check, table, dialect)
             if found is None:
@@ -185,6 +196,8 @@ def naive_run(obj, table: sa.TableClause, engine: sa.Engine, now: dt.datetime) -
             elif value is not None and not isinstance(value, float):
                 value = int(value)
             out[check.name] = (check.passes(value), value)
+            if timings is not None:
+                timings[check.name] = time.perf_counter() - started
     return out
 
 
@@ -233,18 +246,21 @@ def child(args: argparse.Namespace) -> None:
     with engine.connect() as connection:
         connection.exec_driver_sql("SELECT 1").fetchall()
     rss_connected = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-
-    results: list = []
-    engine_s = median_time(lambda: results.__setitem__(slice(None), run_object(plan, obj, engine, now=now)),
-                           args.repeats)
+    for _ in range(2):  # the peak is reached on the first run; the second shows nothing accumulates
+        results = run_object(plan, obj, engine, now=now)
     rss_engine = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # before naive/floor can raise it
-    breakdown = statement_times(engine, lambda: run_object(plan, obj, engine, now=now))
 
     table = plan_table(obj)
     naive: dict = {}
-    naive_s = median_time(lambda: naive.update(naive_run(obj, table, engine, now)), args.repeats)
     floor: list = []
-    floor_s = median_time(lambda: floor.__setitem__(slice(None), floor_run(engine)), args.repeats)
+    medians = interleaved_medians({
+        "engine": lambda: run_object(plan, obj, engine, now=now),
+        "naive": lambda: naive.update(naive_run(obj, table, engine, now)),
+        "floor": lambda: floor.__setitem__(slice(None), floor_run(engine)),
+    }, args.repeats)
+    breakdown = statement_times(engine, lambda: run_object(plan, obj, engine, now=now))
+    per_check: dict[str, float] = {}
+    naive_run(obj, table, engine, now, per_check)
     engine.dispose()
 
     failed = [{"name": r.name, "observed": r.observed, "error": r.error} for r in results if not r.passed]
@@ -256,9 +272,9 @@ def child(args: argparse.Namespace) -> None:
                     or abs(float(value) - float(by_name[name].observed)) > 1e-9))]
     aggregate, compound = floor
     print(json.dumps({
-        "rows": args.size, "engine": engine_s, "naive": naive_s, "floor": floor_s,
-        "rss_connected_kb": rss_connected, "rss_engine_kb": rss_engine,
+        "rows": args.size, **medians, "rss_connected_kb": rss_connected, "rss_engine_kb": rss_engine,
         "failed": failed, "naive_disagrees": disagree, "breakdown": breakdown,
+        "naive_slowest": sorted(per_check.items(), key=lambda item: -item[1])[:5],
         "floor_rows": aggregate[0], "engine_rows": next(r.row_count for r in results if r.row_count is not None),
         "floor_compound": int(compound),
     }, default=str))
@@ -309,6 +325,9 @@ def main() -> None:
             rows_out.append(report)
             print("engine time per statement (one instrumented run):")
             for label, seconds in report["breakdown"]:
+                print(f"  {seconds:7.3f} s  {label}")
+            print("naive: slowest checks, each on its own (one instrumented run):")
+            for label, seconds in report["naive_slowest"]:
                 print(f"  {seconds:7.3f} s  {label}")
             if report["failed"]:
                 print("checks that FAILED:", report["failed"])

@@ -15,6 +15,9 @@ _DAGSTER_NAMES = {
     "DqContractsTranslator": "dq_contracts.translator",
     "ContractsComponent": "dq_contracts.component",
     "WarehouseResource": "dq_contracts.resource",
+    "ServerSettings": "dq_contracts.resource",
+    "ContractObjectData": "dq_contracts.translator",
+    "ContractCheckData": "dq_contracts.translator",
 }
 
 __all__ = [
@@ -25,7 +28,13 @@ __all__ = [
     "ObjectPlan",
     "Problem",
     "load_contracts",
-    *_DAGSTER_NAMES,
+    "build_contract_defs",
+    "DqContractsTranslator",
+    "ContractsComponent",
+    "WarehouseResource",
+    "ServerSettings",
+    "ContractObjectData",
+    "ContractCheckData",
 ]
 
 
@@ -36,3 +45,8 @@ def __getattr__(name: str):
     import importlib
 
     return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    # `dg list components` discovers components with dir(): show the lazy names too
+    return sorted(set(globals()) | set(_DAGSTER_NAMES))

@@ -1,0 +1,311 @@
+"""The Dagster layer on the bundled contracts: specs, metadata, jobs, schedules, attached checks,
+subsetting, blocking, the freshness sensor, the translator and the component."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import subprocess
+import sys
+
+import dagster as dg
+import pytest
+import sqlalchemy as sa
+
+from dq_contracts import ContractError, DqContractsTranslator, build_contract_defs
+from dq_contracts.demo import write_tables
+from dq_contracts.resource import WarehouseResource
+from dq_contracts.translator import with_check_attributes
+from dq_contracts_tests.conftest import CONTRACTS, REPO
+from dq_contracts_tests.test_check_cli import DOCUMENTED
+
+
+@pytest.fixture(scope="module")
+def defs():
+    return build_contract_defs(CONTRACTS)
+
+
+@pytest.fixture
+def in_demo_dir(tmp_path, monkeypatch):
+    """A working directory holding the demo warehouse, as the contracts' relative path expects."""
+    write_tables(tmp_path / "demo_data" / "warehouse.duckdb")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def asset_specs(defs):
+    return {spec.key.to_user_string(): spec for spec in defs.resolve_all_asset_specs()}
+
+
+def check_specs(defs):
+    return {(s.asset_key.to_user_string(), s.name): s for checks in defs.asset_checks or []
+            for s in checks.check_specs}
+
+
+def test_one_external_asset_per_schema_object_with_the_contract_in_its_metadata(defs):
+    specs = asset_specs(defs)
+    assert set(specs) == {"orders", "order_items", "customers", "payments"}
+    orders = specs["orders"]
+    columns = {c.name: c for c in orders.metadata["dagster/column_schema"].columns}
+    assert columns["order_total"].type == "DECIMAL(12,2)"
+    assert columns["order_id"].constraints.nullable is False and columns["order_id"].constraints.unique
+    assert "primary key" in columns["order_id"].constraints.other
+    assert orders.owners == ["team:sales_data", "ana.owner@example.com"]
+    assert orders.tags["dq_contracts/contract"] == "urn_dq-contracts_demo_orders"
+    assert orders.tags["dq_contracts/version"] == "1.0.0" and orders.tags["dq_contracts/domain"] == "sales"
+    assert orders.metadata["dq_contracts/contract_id"] == "urn:dq-contracts:demo:orders"
+    assert orders.metadata["dq_contracts/owners_not_mapped"] == "bob"  # not an email: Dagster refuses it
+    assert orders.metadata["dq_contracts/link/businessDefinition"].value == "https://example.com/glossary/orders"
+    assert orders.freshness_policy.fail_window.to_timedelta() == dt.timedelta(days=1)
+    not_enforced = orders.metadata["dq_contracts/not_enforced"].value.records
+    reasons = {r.data["clause"]: r.data["code"] for r in not_enforced}
+    assert "/schema/0/quality/2" in reasons  # the `type: text` rule, with its reason code
+    assert all(r.data["reason"] for r in not_enforced)
+    assert "Governed by data contract `urn:dq-contracts:demo:orders` version 1.0.0" in orders.description
+    assert specs["customers"].group_name == "sales" and specs["payments"].group_name == "finance"
+
+
+def test_one_check_spec_per_clause_with_its_metadata(defs):
+    specs = check_specs(defs)
+    assert len(specs) == 51
+    minimum = specs[("orders", "order_total__minimum")]
+    assert minimum.blocking is True and "/schema/0/properties/4/logicalTypeOptions/minimum" in \
+        minimum.metadata["dq_contracts/clause"]
+    assert minimum.metadata["dq_contracts/contract_version"] == "1.0.0"
+    assert minimum.metadata["dq_contracts/severity"] == "ERROR"
+    assert minimum.metadata["dq_contracts/property"] == "order_total"
+    assert minimum.description and "\n" not in minimum.description
+    warn = specs[("orders", "status_is_known")]
+    assert warn.blocking is False and warn.metadata["dq_contracts/dimension"] == "conformity"
+
+
+def test_jobs_and_schedules_run_exactly_the_declared_clauses(defs):
+    jobs = {j.name for j in defs.resolve_all_job_defs()}
+    assert {"urn_dq_contracts_demo_orders__checks", "urn_dq_contracts_demo_customers__checks",
+            "urn_dq_contracts_demo_payments__checks"} <= jobs
+    hourly = defs.resolve_schedule_def("urn_dq_contracts_demo_orders__orders__orders_volume")
+    assert hourly.cron_schedule == "0 * * * *" and hourly.execution_timezone == "UTC"
+    daily = defs.resolve_schedule_def("urn_dq_contracts_demo_orders__daily_check")
+    assert daily.cron_schedule == "0 6 * * *"
+    # each schedule's job runs exactly the clauses its cron covers
+    hourly_job = defs.resolve_job_def(hourly.job_name)
+    assert {k.name for k in hourly_job.asset_layer.asset_graph.asset_check_keys} == {"orders_volume"}
+    daily_job = defs.resolve_job_def(daily.job_name)
+    # an SLA-level cron schedules every clause of the object its element names
+    assert {k for k in daily_job.asset_layer.asset_graph.asset_check_keys} == {
+        k for k in check_specs(defs).values() and [] or
+        [s.key for (asset, _), s in check_specs(defs).items() if asset == "orders"]}
+
+
+def test_checks_only_job_on_external_tables_records_every_clause(defs, in_demo_dir):
+    instance = dg.DagsterInstance.ephemeral()
+    result = defs.resolve_job_def("urn_dq_contracts_demo_payments__checks").execute_in_process(
+        instance=instance, raise_on_error=False)
+    evaluations = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    assert len(evaluations) == len([k for k in check_specs(defs) if k[0] == "payments"])
+    failing = {name for name, e in evaluations.items() if not e.passed}
+    assert failing == {"payment_id_unique", "amount__exclusive_minimum"}
+    duplicate = evaluations["payment_id_unique"]
+    assert duplicate.severity == dg.AssetCheckSeverity.ERROR
+    metadata = duplicate.metadata
+    assert metadata["dq_contracts/observed"].value == 1 and metadata["dq_contracts/threshold"].value == "= 0"
+    assert metadata["dq_contracts/row_count"].value == 100
+    assert "GROUP BY" in metadata["dq_contracts/sql"].value or "count" in metadata["dq_contracts/sql"].value
+    assert metadata["dq_contracts/samples"].value == ["P00041"]
+    # card_last4 is classified restricted: a failure there would never show values
+    assert "dq_contracts/samples" not in evaluations["card_last4__pattern"].metadata
+
+
+def test_the_demo_materialises_and_fails_exactly_the_documented_clauses(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DQ_CONTRACTS_DIR", str(CONTRACTS))
+    sys.modules.pop("dq_contracts.demo_defs", None)
+    from dq_contracts.demo_defs import defs as demo
+
+    instance = dg.DagsterInstance.ephemeral()
+    result = demo.resolve_implicit_global_asset_job_def().execute_in_process(instance=instance,
+                                                                             raise_on_error=False)
+    evaluations = result.get_asset_check_evaluations()
+    assert len(evaluations) == 51  # every clause reported, after its table was built
+    failing = {(e.asset_key.to_user_string(), e.check_name, e.severity.value) for e in evaluations if not e.passed}
+    assert failing == DOCUMENTED
+    materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()
+                    if hasattr(e, "asset_key")} or {m.asset_key.to_user_string() for m in
+                                                     result.asset_materializations_for_node("orders")}
+    assert "orders" in materialized
+    # the run's log names contract, version and clause of each outcome, one line per clause
+    messages = [r.user_message for r in instance.all_logs(result.run_id) if r.user_message]
+    lines = [m for m in messages if re.match(r"^(PASS|FAIL|WARN|ERROR)\s+urn:dq-contracts", m)]
+    assert len(lines) == 51
+    assert any(m.startswith("FAIL  urn:dq-contracts:demo:orders 1.0.0 orders.order_total__minimum "
+                            "[/schema/0/properties/4/logicalTypeOptions/minimum]") for m in lines)
+    # the user's asset gained the contract's metadata and freshness policy
+    orders = asset_specs(demo)["orders"]
+    assert "dagster/column_schema" in orders.metadata and orders.freshness_policy is not None
+    assert orders.kinds >= {"duckdb"}
+
+
+def test_a_single_clause_can_run_alone(defs, in_demo_dir):
+    instance = dg.DagsterInstance.ephemeral()
+    key = dg.AssetCheckKey(dg.AssetKey(["customers"]), "segment__accepted_values")
+    job = defs.resolve_job_def("urn_dq_contracts_demo_customers__checks")
+    subset = job.get_subset(asset_selection=set(), asset_check_selection={key})
+    result = subset.execute_in_process(instance=instance, raise_on_error=False)
+    evaluations = result.get_asset_check_evaluations()
+    assert [(e.check_name, e.passed) for e in evaluations] == [("segment__accepted_values", False)]
+
+
+def test_error_clauses_block_downstream_assets_warn_clauses_do_not(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    database = tmp_path / "demo_data" / "warehouse.duckdb"
+
+    @dg.asset(name="orders")
+    def orders():
+        write_tables(database, ["orders", "order_items"])
+
+    @dg.asset(deps=[orders])
+    def revenue_report():
+        return 1
+
+    defs = build_contract_defs(CONTRACTS / "orders.odcs.yaml", assets=[orders, revenue_report])
+    instance = dg.DagsterInstance.ephemeral()
+    job = dg.Definitions.merge(defs, dg.Definitions(executor=dg.in_process_executor))
+    result = job.resolve_job_def("__ASSET_JOB").execute_in_process(
+        instance=instance, raise_on_error=False, asset_selection=[dg.AssetKey("orders"),
+                                                                   dg.AssetKey("revenue_report")])
+    failed = {e.check_name for e in result.get_asset_check_evaluations() if not e.passed}
+    assert "order_total__minimum" in failed
+    materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
+    assert materialized == {"orders"}  # the report was not built on data that broke an ERROR clause
+
+
+def test_freshness_sensor_reports_a_materialisation_when_the_column_advances(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    database = tmp_path / "demo_data" / "warehouse.duckdb"
+    write_tables(database, ["customers"], now=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc))
+    defs = build_contract_defs(CONTRACTS / "customers.odcs.yaml")
+    sensor = defs.resolve_sensor_def("dq_contracts_freshness")
+    instance = dg.DagsterInstance.ephemeral()
+
+    def tick(cursor=None):
+        context = dg.build_sensor_context(instance=instance, cursor=cursor,
+                                          resources={"dq_warehouse": WarehouseResource()})
+        return sensor.evaluate_tick(context)
+
+    first = tick()
+    assert [e.asset_key.to_user_string() for e in first.asset_events] == ["customers"]
+    assert list(tick(first.cursor).asset_events) == []  # nothing new
+    write_tables(database, ["customers"], now=dt.datetime(2026, 3, 1, tzinfo=dt.timezone.utc))
+    third = tick(first.cursor)
+    assert len(third.asset_events) == 1 and "2026-03-01" in third.asset_events[0].metadata[
+        "dq_contracts/newest"].value
+
+
+def test_the_translator_customises_specs_through_one_code_path(in_demo_dir):
+    class Mine(DqContractsTranslator):
+        def get_asset_spec(self, data):
+            return super().get_asset_spec(data).replace_attributes(group_name="contracts")
+
+        def get_asset_check_spec(self, data):
+            spec = super().get_asset_check_spec(data)
+            return with_check_attributes(spec, description=f"[{data.contract.domain}] {spec.description}",
+                                         merge_metadata={"team": "data"})
+
+    defs = build_contract_defs(CONTRACTS / "customers.odcs.yaml", translator=Mine())
+    assert {s.group_name for s in defs.resolve_all_asset_specs()} == {"contracts"}
+    spec = check_specs(defs)[("customers", "email__format")]
+    assert spec.description.startswith("[sales] ") and spec.metadata["team"] == "data"
+    assert spec.metadata["dq_contracts/severity"] == "ERROR"
+    result = defs.resolve_job_def("urn_dq_contracts_demo_customers__checks").execute_in_process(
+        instance=dg.DagsterInstance.ephemeral(), raise_on_error=False)
+    assert len(result.get_asset_check_evaluations()) == len(check_specs(defs))
+
+
+def test_a_broken_contract_stops_the_code_location_with_every_problem(write_contract):
+    path = write_contract("""
+        apiVersion: v3.1.0
+        kind: DataContract
+        id: broken
+        version: 1.0.0
+        status: active
+        schema:
+          - name: t
+            properties:
+              - name: a
+                logicalType: integer
+                logicalTypeOptions: {minimum: "zero"}
+    """)
+    with pytest.raises(ContractError) as caught:
+        build_contract_defs(path)
+    assert "c.odcs.yaml:" in str(caught.value) and "schema.t.properties.a" in str(caught.value)
+
+
+def test_warehouse_credentials_come_through_the_resource(pg_database, tmp_path):
+    url = sa.make_url(pg_database)
+    engine = sa.create_engine(pg_database)
+    with engine.begin() as c:
+        c.exec_driver_sql("CREATE TABLE t (a INTEGER)")
+        c.exec_driver_sql("INSERT INTO t VALUES (1)")
+    engine.dispose()
+    contract = tmp_path / "pg.odcs.yaml"
+    contract.write_text(f"""
+apiVersion: v3.1.0
+kind: DataContract
+id: pg
+version: 1.0.0
+status: active
+servers:
+  - server: prod
+    type: postgres
+    host: 127.0.0.1
+    port: {url.port}
+    database: {url.database}
+    schema: public
+schema:
+  - name: t
+    properties:
+      - name: a
+        logicalType: integer
+        required: true
+""")
+    os.environ["TEST_WH_PASSWORD"] = url.password
+    try:
+        resource = WarehouseResource(servers={"prod": {"user": url.username,
+                                                       "password": dg.EnvVar("TEST_WH_PASSWORD")}})
+        defs = build_contract_defs(contract, resource=resource)
+        result = defs.resolve_job_def("pg__checks").execute_in_process(instance=dg.DagsterInstance.ephemeral())
+    finally:
+        del os.environ["TEST_WH_PASSWORD"]
+    assert [(e.check_name, e.passed) for e in result.get_asset_check_evaluations()] == [
+        ("schema", True), ("a__not_null", True)]
+
+
+def test_the_component_loads_with_dg_offline(tmp_path):
+    project = tmp_path / "shop"
+    package = project / "src" / "shop"
+    (package / "defs" / "contracts").mkdir(parents=True)
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "shop"\nversion = "0.1.0"\n\n[tool.dg]\ndirectory_type = "project"\n\n'
+        '[tool.dg.project]\nroot_module = "shop"\n')
+    (package / "__init__.py").write_text("")
+    (package / "definitions.py").write_text(
+        "from pathlib import Path\n\nimport dagster as dg\n\n\n@dg.definitions\ndef defs():\n"
+        "    return dg.load_from_defs_folder(path_within_project=Path(__file__).parent)\n")
+    (package / "defs" / "contracts" / "defs.yaml").write_text(
+        f"type: dq_contracts.ContractsComponent\nattributes:\n  contracts_dir: {CONTRACTS}\n")
+    env = {**os.environ, "PYTHONPATH": str(project / "src"),
+           "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
+    listed = subprocess.run(["dg", "list", "defs", "--json"], cwd=project, env=env, capture_output=True,
+                            text=True, timeout=180, check=False)
+    assert listed.returncode == 0, listed.stderr
+    payload = json.loads(listed.stdout)
+    assert {a["asset_key"] for a in payload["assets"]} == {"orders", "order_items", "customers", "payments"}
+    assert len(payload["asset_checks"]) == 51
+    checked = subprocess.run(["dg", "check", "defs"], cwd=project, env=env, capture_output=True, text=True,
+                             timeout=180, check=False)
+    assert checked.returncode == 0, checked.stderr
+    components = subprocess.run(["dg", "list", "components", "--json"], cwd=project, env=env,
+                                capture_output=True, text=True, timeout=180, check=False)
+    assert "dq_contracts.ContractsComponent" in components.stdout
