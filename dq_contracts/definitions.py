@@ -117,9 +117,9 @@ def _outcome_line(result: CheckResult, plan: ContractPlan) -> str:
     return line + (f": {result.error}" if result.error else "")
 
 
-def _object_checks(plan: ContractPlan, obj: ObjectPlan, translator: DqContractsTranslator,
-                   resource_key: str) -> tuple[dg.AssetChecksDefinition, dict[str, dg.AssetCheckKey]]:
-    pairs = [(translator.get_asset_check_spec(ContractCheckData(plan, obj, c)), c) for c in obj.checks]
+def _object_checks(plan: ContractPlan, obj: ObjectPlan, asset_key: dg.AssetKey,
+                   translator: DqContractsTranslator, resource_key: str) -> tuple[dg.AssetChecksDefinition, dict[str, dg.AssetCheckKey]]:
+    pairs = [(translator.get_asset_check_spec(ContractCheckData(plan, obj, c, asset_key)), c) for c in obj.checks]
     spec_of = {check.name: spec for spec, check in pairs}
 
     @dg.multi_asset_check(
@@ -227,7 +227,7 @@ def build_contract_defs(
                 freshness = next((f for f in plan.freshness if f.object == obj.name), None)
                 if freshness:
                     watched.append((plan, obj, freshness.element, spec.key))
-            definition, keys = _object_checks(plan, obj, translator, resource_key)
+            definition, keys = _object_checks(plan, obj, spec.key, translator, resource_key)
             checks.append(definition)
             check_keys.update({(obj.name, name): key for name, key in keys.items()})
         slug = contract_slug(plan)

@@ -47,6 +47,7 @@ class ContractCheckData:
     contract: ContractPlan
     object: ObjectPlan
     check: CheckPlan
+    asset_key: dg.AssetKey  # the key get_asset_spec gave this object's asset (it may be customised)
 
 
 def with_check_attributes(spec: dg.AssetCheckSpec, **changes: Any) -> dg.AssetCheckSpec:
@@ -79,7 +80,7 @@ class DqContractsTranslator:
         plan, obj, check = data.contract, data.object, data.check
         return dg.AssetCheckSpec(
             name=check.name,
-            asset=dg.AssetKey(list(obj.asset_key)),
+            asset=data.asset_key,
             description=check.description,
             blocking=check.blocking,
             metadata={k: v for k, v in {

@@ -45,6 +45,7 @@ def check_specs(defs):
 
 
 def test_one_external_asset_per_schema_object_with_the_contract_in_its_metadata(defs):
+    dg.Definitions.validate_loadable(defs)
     specs = asset_specs(defs)
     assert set(specs) == {"orders", "order_items", "customers", "payments"}
     orders = specs["orders"]
@@ -206,7 +207,8 @@ def test_freshness_sensor_reports_a_materialisation_when_the_column_advances(tmp
 def test_the_translator_customises_specs_through_one_code_path(in_demo_dir):
     class Mine(DqContractsTranslator):
         def get_asset_spec(self, data):
-            return super().get_asset_spec(data).replace_attributes(group_name="contracts")
+            spec = super().get_asset_spec(data)
+            return spec.replace_attributes(key=spec.key.with_prefix("warehouse"), group_name="contracts")
 
         def get_asset_check_spec(self, data):
             spec = super().get_asset_check_spec(data)
@@ -214,13 +216,21 @@ def test_the_translator_customises_specs_through_one_code_path(in_demo_dir):
                                          merge_metadata={"team": "data"})
 
     defs = build_contract_defs(CONTRACTS / "customers.odcs.yaml", translator=Mine())
-    assert {s.group_name for s in defs.resolve_all_asset_specs()} == {"contracts"}
-    spec = check_specs(defs)[("customers", "email__format")]
+    dg.Definitions.validate_loadable(defs)
+    assert {s.key.to_user_string(): s.group_name for s in defs.resolve_all_asset_specs()} == {
+        "warehouse/customers": "contracts"}
+    # checks, jobs and the freshness sensor follow the new key
+    assert {k[0] for k in check_specs(defs)} == {"warehouse/customers"}
+    job = defs.resolve_job_def("urn_dq_contracts_demo_customers__checks")
+    assert {k.asset_key.to_user_string() for k in job.asset_layer.asset_graph.asset_check_keys} == {
+        "warehouse/customers"}
+    spec = check_specs(defs)[("warehouse/customers", "email__format")]
     assert spec.description.startswith("[sales] ") and spec.metadata["team"] == "data"
     assert spec.metadata["dq_contracts/severity"] == "ERROR"
-    result = defs.resolve_job_def("urn_dq_contracts_demo_customers__checks").execute_in_process(
-        instance=dg.DagsterInstance.ephemeral(), raise_on_error=False)
-    assert len(result.get_asset_check_evaluations()) == len(check_specs(defs))
+    result = job.execute_in_process(instance=dg.DagsterInstance.ephemeral(), raise_on_error=False)
+    evaluations = result.get_asset_check_evaluations()
+    assert len(evaluations) == len(check_specs(defs))
+    assert {e.asset_key.to_user_string() for e in evaluations} == {"warehouse/customers"}
 
 
 def test_a_broken_contract_stops_the_code_location_with_every_problem(write_contract):
