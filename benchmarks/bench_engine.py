@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -242,7 +243,10 @@ def statement_times(engine: sa.Engine, run) -> list[tuple[str, float]]:
 def child(args: argparse.Namespace) -> None:
     plan, obj = load_plan(Path(args.contract))
     now = dt.datetime.now(dt.timezone.utc)
-    engine = sa.create_engine("duckdb:///" + args.db, connect_args={"read_only": True})
+    connect_args: dict = {"read_only": True}
+    if args.threads:  # DuckDB uses every core by default; on a busy machine one thread is steadier
+        connect_args["config"] = {"threads": args.threads}
+    engine = sa.create_engine("duckdb:///" + args.db, connect_args=connect_args)
     with engine.connect() as connection:
         connection.exec_driver_sql("SELECT 1").fetchall()
     rss_connected = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -294,6 +298,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 5_000_000])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, help="DuckDB threads (default: DuckDB's own, all cores)")
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--db", help=argparse.SUPPRESS)
@@ -318,9 +323,12 @@ def main() -> None:
                   f"({db.stat().st_size / 2**20:.0f} MB file)", flush=True)
             done = subprocess.run(
                 [sys.executable, __file__, "--child", "--size", str(size), "--repeats", str(args.repeats),
-                 "--db", str(db), "--contract", str(contract)],
+                 "--db", str(db), "--contract", str(contract), *(["--threads", str(args.threads)] if args.threads
+                                                                  else [])],
                 check=True, stdout=subprocess.PIPE, text=True)  # stderr passes through
             report = json.loads(done.stdout.strip().splitlines()[-1])
+            # timings are only as good as the machine is quiet: show what else was running
+            print("load average after the run (1, 5, 15 min): " + ", ".join(f"{x:.1f}" for x in os.getloadavg()))
             db.unlink()
             rows_out.append(report)
             print("engine time per statement (one instrumented run):")
