@@ -120,6 +120,26 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 1 if failing or loaded.errors else 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    import os
+
+    if not os.environ.get("DAGSTER_HOME"):
+        print("dq-contracts report: set DAGSTER_HOME to the Dagster instance folder to read (the one the "
+              "webserver and daemon use)", file=sys.stderr)
+        return 1
+    from dq_contracts.report import report_from_instance, report_text  # imports Dagster: only here
+
+    loaded = load_contracts(args.paths)
+    broken = {p.file for p in loaded.errors}
+    report = report_from_instance([p for p in loaded.plans if p.file not in broken])
+    if args.format == "json":
+        print(json.dumps(report, indent=2))
+    else:
+        print(report_text(report))
+        _print_problems(loaded, sys.stdout)
+    return 1 if loaded.errors else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dq-contracts", description="ODCS v3 data contracts for Dagster")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -140,6 +160,12 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--format", choices=["text", "json"], default="text")
     check.add_argument("--timeout", type=float, default=300, help="statement timeout in seconds (default 300)")
     check.set_defaults(run=cmd_check)
+
+    report = commands.add_parser("report", help="each clause's latest status from the Dagster instance "
+                                 "at DAGSTER_HOME")
+    report.add_argument("paths", nargs="+")
+    report.add_argument("--format", choices=["text", "json"], default="text")
+    report.set_defaults(run=cmd_report)
 
     return parser
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import dq_contracts
 
-CORE = ["problems", "paths", "loader", "normalise", "validate", "plans", "compiler", "sqlrules", "core", "cli"]
+CORE = ["problems", "paths", "loader", "normalise", "validate", "plans", "compiler", "sqlrules", "core", "cli",
+        "sql", "runner", "connections", "checking", "demo"]
 
 
 def imported_modules(path: Path) -> set[str]:

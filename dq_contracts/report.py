@@ -1,0 +1,82 @@
+"""`dq-contracts report`: each contract clause's latest status, read from the Dagster instance that
+DAGSTER_HOME points at (the storage the UI reads), beside the clauses that are not enforced."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import dagster as dg
+from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
+
+from dq_contracts.plans import ContractPlan
+
+STATUSES = ("pass", "warn", "fail", "error", "not_run")
+
+
+def _status(record: Any) -> str:
+    """pass / warn / fail / error (could not be evaluated) / not_run, from one execution record."""
+    # PLANNED with no evaluation: the run ended before the check ran (upstream failed, run crashed)
+    if record is None or record.status == AssetCheckExecutionRecordStatus.PLANNED:
+        return "not_run"
+    evaluation = record.event.dagster_event.event_specific_data if record.event and record.event.dagster_event \
+        else None
+    if evaluation is None:
+        return "not_run"
+    if evaluation.passed:
+        return "pass"
+    status = evaluation.metadata.get("dq_contracts/status")
+    if status is not None and getattr(status, "value", None) == "error":
+        return "error"
+    return "fail" if evaluation.severity == dg.AssetCheckSeverity.ERROR else "warn"
+
+
+def build_report(plans: list[ContractPlan], instance: dg.DagsterInstance) -> dict[str, Any]:
+    contracts = []
+    for plan in sorted(plans, key=lambda p: (p.id, p.version)):
+        keys = {(obj.name, check.name): dg.AssetCheckKey(dg.AssetKey(list(obj.asset_key)), check.name)
+                for obj in plan.objects for check in obj.checks}
+        latest = instance.event_log_storage.get_latest_asset_check_execution_by_key(list(keys.values()))
+        assets = []
+        for obj in plan.objects:
+            clauses = []
+            for check in obj.checks:
+                record = latest.get(keys[(obj.name, check.name)])
+                clauses.append({
+                    "name": check.name, "clause": check.clause, "severity": check.severity,
+                    "status": _status(record),
+                    "last_run_at": dt.datetime.fromtimestamp(record.create_timestamp, dt.timezone.utc).isoformat()
+                    if record is not None else None,
+                    "run_id": record.run_id if record is not None else None,
+                })
+            assets.append({"asset_key": "/".join(obj.asset_key), "clauses": clauses})
+        contracts.append({"id": plan.id, "version": plan.version, "file": plan.file, "assets": assets,
+                          "not_enforced": len(plan.not_enforced)})
+    return {"contracts": contracts}
+
+
+def report_from_instance(plans: list[ContractPlan]) -> dict[str, Any]:
+    """The report from the instance DAGSTER_HOME points at."""
+    with dg.DagsterInstance.get() as instance:
+        return build_report(plans, instance)
+
+
+def report_text(report: dict[str, Any]) -> str:
+    lines = []
+    totals = dict.fromkeys(STATUSES, 0)
+    for contract in report["contracts"]:
+        counts = dict.fromkeys(STATUSES, 0)
+        for asset in contract["assets"]:
+            for clause in asset["clauses"]:
+                counts[clause["status"]] += 1
+        for status, n in counts.items():
+            totals[status] += n
+        summary = "  ".join(f"{s} {n}" for s, n in counts.items())
+        lines.append(f"{contract['id']} {contract['version']}: {summary}  not_enforced {contract['not_enforced']}")
+        for asset in contract["assets"]:
+            for clause in asset["clauses"]:
+                if clause["status"] != "pass":
+                    when = clause["last_run_at"] or "never"
+                    lines.append(f"  {clause['status']:<7} {asset['asset_key']}.{clause['name']}  (last run {when})")
+    lines.append("total: " + "  ".join(f"{s} {n}" for s, n in totals.items()))
+    return "\n".join(lines)
