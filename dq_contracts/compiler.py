@@ -55,6 +55,7 @@ REASONS = {
     "unsupported_unit": "the rule's unit is neither rows nor percent",
     "not_comparable": "the operator's value cannot be compared with a number",
     "v30_modifier": "a v3.0 exclusive flag with no bound to modify",
+    "invalid_pattern": "the pattern is not a valid regular expression",
 }
 
 SQL_SERVER_TYPES = {
@@ -221,7 +222,21 @@ def _length(key: str) -> Callable[[Clause], Outcome]:
     return compile_length
 
 
+def _bad_regex(c: Clause, pattern: str, parts: list) -> NotEnforced | None:
+    """A pattern no regex engine accepts would fail the table's whole aggregate query: refuse it here.
+    Python's `re` stands in for the warehouses' dialects; it catches the broken ones."""
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        c.contract.problem(parts, f"pattern is not a valid regular expression: {exc}")
+        return c.skip("invalid_pattern", str(exc))
+    return None
+
+
 def _pattern(c: Clause) -> Outcome:
+    bad = _bad_regex(c, str(c.value), c.parts)
+    if bad:
+        return bad
     return c.check("pattern", "pattern", f"{c.where()} pattern: every non-NULL value matches {c.value}",
                    params={"pattern": str(c.value)})
 
@@ -341,6 +356,10 @@ def _metric(kind: str, suffix: str, needs_column: bool, what: str) -> Callable[[
             params["pattern"] = arguments.get("pattern")
             if params["valid_values"] is None and params["pattern"] is None:
                 return c.skip("needs_property", "invalidValues needs arguments.validValues or arguments.pattern")
+            if params["pattern"] is not None:
+                bad = _bad_regex(c, str(params["pattern"]), c.parts + ["arguments", "pattern"])
+                if bad:
+                    return bad
         default_suffix = suffix if c.prop is not None or kind != "duplicate_values" else (
             "__".join(dagster_name(p) for p in params["columns"]) + "__duplicate_values")
         threshold = " and ".join(x.describe() for x in conditions) + ("%" if unit == "percent" else "")

@@ -28,7 +28,8 @@ _WRITES = tuple(
 # Functions that change state even inside a SELECT.
 _SIDE_EFFECT_FUNCTIONS = {
     "nextval", "setval", "pg_terminate_backend", "pg_cancel_backend", "pg_reload_conf", "set_config",
-    "lo_import", "lo_export", "lo_unlink", "dblink_exec", "dblink", "pg_advisory_lock",
+    "lo_import", "lo_export", "lo_unlink", "lo_creat", "lo_create", "lo_put", "lo_from_bytea", "lo_truncate",
+    "pg_logical_emit_message", "pg_switch_wal", "pg_create_restore_point", "dblink_exec", "dblink", "pg_advisory_lock",
     "pg_read_file", "pg_read_binary_file", "pg_ls_dir", "pg_sleep", "query_table", "read_csv",
     "read_csv_auto", "read_parquet", "read_json", "read_json_auto", "read_text", "read_blob",
 }
