@@ -303,7 +303,8 @@ def child(args: argparse.Namespace) -> None:
     floor_disagrees = [name for name, count in expected.items()
                        if int(by_name[name].details.get("count", by_name[name].observed)) != count]
     print(json.dumps({
-        "rows": args.size, **medians, "rss_connected_kb": rss_connected, "rss_engine_kb": rss_engine, "py_peak": py_peak,
+        "rows": args.size, **medians, "rss_connected_kb": rss_connected, "rss_engine_kb": rss_engine,
+        "py_peak": py_peak,
         "failed": failed, "naive_disagrees": disagree, "breakdown": breakdown,
         "naive_slowest": sorted(per_check.items(), key=lambda item: -item[1])[:5],
         "floor_disagrees": floor_disagrees,
