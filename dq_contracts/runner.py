@@ -239,7 +239,7 @@ def _run_own_query(check, obj, table, engine, schema, result, row_count, timeout
     statement: Any = None
     try:
         if check.kind == "schema":
-            return _schema_check(check, obj, engine, schema, result, secrets)
+            return _schema_check(check, obj, engine, schema, result, timeout_seconds)
         if check.kind in ("primary_key", "duplicate_values"):
             statement = compound_duplicates(table, check.params["columns"], count_nulls=check.kind == "primary_key")
         elif check.kind == "relationship":
@@ -310,11 +310,12 @@ def same_type(real: str, declared: str) -> bool:
     return ("(" not in a or "(" not in b) and a.split("(")[0] == b.split("(")[0]
 
 
-def _schema_check(check, obj, engine, schema, result, secrets) -> CheckResult:
+def _schema_check(check, obj, engine, schema, result, timeout_seconds) -> CheckResult:
     parts = obj.physical_name.split(".")
     table_schema = ".".join(parts[:-1]) if len(parts) > 1 else schema
-    inspector = sa.inspect(engine)
-    actual = {c["name"].lower(): c for c in inspector.get_columns(parts[-1], schema=table_schema)}
+    with read_only(engine, timeout_seconds) as connection:  # the catalog read gets the same limits
+        inspector = sa.inspect(connection)
+        actual = {c["name"].lower(): c for c in inspector.get_columns(parts[-1], schema=table_schema)}
     missing, mismatched = [], []
     declared = set()
     for column in check.params["columns"]:
