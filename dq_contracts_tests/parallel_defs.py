@@ -3,16 +3,16 @@
 
 from __future__ import annotations
 
-import os
-
 import dagster as dg
 
 from dq_contracts import build_contract_defs
 
 
-def all_checks_job() -> dg.JobDefinition:
+def all_checks_job(contracts_dir: str) -> dg.JobDefinition:
+    # the folder comes as an argument, not from the environment: the executor's forkserver keeps
+    # the environment of the first run in this process
     defs = dg.Definitions.merge(
-        build_contract_defs(os.environ["DQ_CONTRACTS_DIR"]),
+        build_contract_defs(contracts_dir),
         dg.Definitions(jobs=[dg.define_asset_job(
             "all_contract_checks", selection=dg.AssetSelection.all_asset_checks(),
             executor_def=dg.multiprocess_executor.configured({"max_concurrent": 4}))]),

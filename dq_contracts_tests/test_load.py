@@ -58,9 +58,9 @@ def test_many_contracts_load_and_every_check_is_recorded(tmp_path, monkeypatch):
     specs = [s for c in defs.asset_checks for s in c.check_specs]
     assert len(specs) == CONTRACTS * (2 * COLUMNS + 1)
 
-    monkeypatch.setenv("DQ_CONTRACTS_DIR", str(folder))
     (tmp_path / "home").mkdir()
     job = build_reconstructable_job("dq_contracts_tests.parallel_defs", "all_checks_job",
+                                    reconstructable_args=(str(folder),),
                                     reconstructor_working_directory=str(REPO))
     started = time.perf_counter()
     with dg.DagsterInstance.local_temp(str(tmp_path / "home")) as instance:

@@ -12,10 +12,10 @@ from dq_contracts_tests.test_check_cli import DOCUMENTED
 
 def test_the_multiprocess_executor_runs_the_demo_checks_in_parallel(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("DQ_CONTRACTS_DIR", str(CONTRACTS))
     write_tables(tmp_path / "demo_data" / "warehouse.duckdb")
     (tmp_path / "home").mkdir()
     job = build_reconstructable_job("dq_contracts_tests.parallel_defs", "all_checks_job",
+                                    reconstructable_args=(str(CONTRACTS),),
                                     reconstructor_working_directory=str(REPO))
     with dg.DagsterInstance.local_temp(str(tmp_path / "home")) as instance:
         result = dg.execute_job(job, instance=instance)
