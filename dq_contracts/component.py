@@ -29,8 +29,11 @@ class ContractsComponent(dg.Component, dg.Resolvable, dg.Model):
     freshness_sensor: bool = Field(default=True, description="Report runless materialisations of external "
                                    "tables when their SLA freshness column advances")
 
+    contract_jobs: bool = Field(default=True, description="A checks-only job per contract (turn off for "
+                                "hundreds of contracts: each job costs Dagster a pass over the asset graph)")
+
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         folder = Path(context.path) / self.contracts_dir
         resource = WarehouseResource(server=self.server, timeout_seconds=self.timeout_seconds)
         return build_contract_defs(folder, resource=resource, resource_key=RESOURCE_KEY,
-                                   freshness_sensor=self.freshness_sensor)
+                                   freshness_sensor=self.freshness_sensor, contract_jobs=self.contract_jobs)

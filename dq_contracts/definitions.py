@@ -193,6 +193,7 @@ def build_contract_defs(
     resource: WarehouseResource | None = None,
     resource_key: str = RESOURCE_KEY,
     freshness_sensor: bool = True,
+    contract_jobs: bool = True,
 ) -> dg.Definitions:
     """Definitions for every contract under `paths`.
 
@@ -200,6 +201,10 @@ def build_contract_defs(
     them has gets its checks attached to it (they run after each materialisation, and ERROR clauses
     block downstream assets) instead of an external AssetSpec. Raises ContractError, listing every
     problem, when any contract has an error.
+
+    `contract_jobs=False` leaves out the checks-only job per contract (schedules keep theirs): Dagster
+    resolves every job against the whole asset graph, which dominates loading past a few hundred
+    contracts.
     """
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     translator = translator or DqContractsTranslator()
@@ -231,7 +236,7 @@ def build_contract_defs(
             checks.append(definition)
             check_keys.update({(obj.name, name): key for name, key in keys.items()})
         slug = contract_slug(plan)
-        if check_keys:
+        if check_keys and contract_jobs:
             jobs.append(dg.define_asset_job(
                 f"{slug}__checks", selection=dg.AssetSelection.checks(*check_keys.values()),
                 description=f"All clauses of contract {plan.id} {plan.version}",

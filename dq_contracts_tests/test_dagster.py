@@ -148,6 +148,13 @@ def test_the_demo_materialises_and_fails_exactly_the_documented_clauses(tmp_path
     assert orders.kinds >= {"duckdb"}
 
 
+def test_contract_jobs_can_be_left_out_for_large_estates():
+    defs = build_contract_defs(CONTRACTS, contract_jobs=False)
+    jobs = {j.name for j in defs.resolve_all_job_defs()}
+    assert not any(name.endswith("__checks") for name in jobs)
+    assert "urn_dq_contracts_demo_orders__orders__orders_volume__job" in jobs  # schedules keep theirs
+
+
 def test_a_single_clause_can_run_alone(defs, in_demo_dir):
     instance = dg.DagsterInstance.ephemeral()
     key = dg.AssetCheckKey(dg.AssetKey(["customers"]), "segment__accepted_values")
