@@ -56,6 +56,7 @@ REASONS = {
     "not_comparable": "the operator's value cannot be compared with a number",
     "v30_modifier": "a v3.0 exclusive flag with no bound to modify",
     "invalid_pattern": "the pattern is not a valid regular expression",
+    "duplicate_object": "another schema object of the contract has the same name",
 }
 
 SQL_SERVER_TYPES = {
@@ -553,6 +554,8 @@ def _property_clauses(props: Any, base: list, obj: dict, object_name: str, ctx: 
         def clause(kind: str, parts: list, value: Any) -> Clause:
             return Clause("nested" if nested else kind, parts, value, obj, object_name, prop, ctx)
 
+        if nested and prop.get("primaryKey") is True:  # top-level keys are gathered by _with_primary_key
+            yield clause("primaryKey", [*here, "primaryKey"], True)
         if prop.get("required") is True:
             yield clause("required", [*here, "required"], True)
         if prop.get("unique") is True:
@@ -581,11 +584,17 @@ def compile_contract(validated: ValidatedContract) -> tuple[ContractPlan, list[P
     schedules: list[SchedulePlan] = []
     rule_schedules: list[tuple[str, str, dict]] = []  # (object, check pointer, rule)
 
+    named: set[str] = set()
     for oi, obj in enumerate(doc.get("schema") or []):
         if not isinstance(obj, dict):
             continue
         object_name = str(obj.get("name"))
         base = ["schema", oi]
+        duplicate = object_name in named  # checks, SLA elements and relationships address objects by name
+        if duplicate:
+            ctx.problem([*base, "name"], f"another schema object is already named {object_name!r}; "
+                                         "object names must be unique in a contract")
+        named.add(object_name)
         clauses = [Clause("schema", base, None, obj, object_name, None, ctx)]
         clauses += list(_property_clauses(obj.get("properties"), base, obj, object_name, ctx, False))
         for ri, rel in enumerate(obj.get("relationships") or []):
@@ -597,7 +606,9 @@ def compile_contract(validated: ValidatedContract) -> tuple[ContractPlan, list[P
 
         physical_type = str(obj.get("physicalType") or "table").strip().lower()
         blanket = None
-        if ctx.no_sql_server:
+        if duplicate:
+            blanket = "duplicate_object"
+        elif ctx.no_sql_server:
             blanket = "no_sql_server"
         elif physical_type not in TABLE_TYPES:
             blanket = "not_a_table"
@@ -619,6 +630,14 @@ def compile_contract(validated: ValidatedContract) -> tuple[ContractPlan, list[P
                     rule_schedules.append((object_name, clause.pointer, {**rule, "_parts": clause.parts}))
         if not blanket:
             checks = _with_primary_key(obj, object_name, base, ctx, checks)
+        else:
+            for pi, prop in enumerate(obj.get("properties") or []):
+                if isinstance(prop, dict) and prop.get("primaryKey") is True:
+                    key = Clause("primaryKey", [*base, "properties", pi, "primaryKey"], True, obj, object_name,
+                                 prop, ctx)
+                    not_enforced.append(key.skip(blanket, "" if blanket != "not_a_table" else physical_type))
+        if duplicate:
+            continue  # the first object of that name keeps it
         check_index[object_name] = checks = _unique_names(checks)
         objects.append(_object_plan(obj, object_name, base, checks))
 
@@ -635,8 +654,13 @@ def compile_contract(validated: ValidatedContract) -> tuple[ContractPlan, list[P
             obj_name, prop = target if target else (None, None)
             obj = ctx.object_by_name.get(obj_name) if obj_name else None
             clause = Clause("sla:latency", parts, sla, obj or {}, obj_name or "", prop, ctx)
-            outcome = (clause.skip("no_sql_server") if ctx.no_sql_server and obj is not None
-                       else CLAUSES["sla:latency"](clause))
+            object_type = str((obj or {}).get("physicalType") or "table").strip().lower()
+            if ctx.no_sql_server and obj is not None:
+                outcome = clause.skip("no_sql_server")
+            elif obj is not None and object_type not in TABLE_TYPES:
+                outcome = clause.skip("not_a_table", object_type)
+            else:
+                outcome = CLAUSES["sla:latency"](clause)
             if isinstance(outcome, CheckPlan):
                 existing = check_index.setdefault(obj_name, [])
                 check_index[obj_name] = _unique_names([*existing, outcome])

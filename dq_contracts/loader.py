@@ -30,7 +30,25 @@ _KIND_HINT = re.compile(rb"DataContract")
 
 
 class _NoTimestampLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """Safe loader that keeps dates and timestamps as the strings they were written as."""
+    """Safe loader that keeps dates and timestamps as the strings they were written as, and refuses
+    what YAML allows but a contract cannot mean: a key given twice (the last would silently win)
+    and keys that are not text (`on:` is a boolean in YAML 1.1)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            if not isinstance(key, str):
+                hint = " (YAML 1.1 reads it as a boolean)" if isinstance(key, bool) else ""
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the key {key_node.value!r} is not text{hint}; quote it", key_node.start_mark)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}: given twice in one mapping", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 _NoTimestampLoader.yaml_implicit_resolvers = {
@@ -137,6 +155,19 @@ def _guard_yaml(text: str) -> str | None:
     return None
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKey(f"duplicate key {key!r}: given twice in one object")
+        result[key] = value
+    return result
+
+
 def _json_depth_ok(data: Any) -> bool:
     todo = [(data, 1)]
     while todo:
@@ -181,7 +212,7 @@ def read_document(path: Path, *, explicit: bool = False) -> tuple[LoadedDocument
     is_json = path.name.lower().endswith(".json")
     if is_json:
         try:
-            data = json.loads(text)
+            data = json.loads(text, object_pairs_hook=_no_duplicates)
         except RecursionError:
             return None, [Problem(shown, f"nesting is deeper than {MAX_DEPTH} levels")]
         except ValueError as exc:
@@ -207,6 +238,8 @@ def read_document(path: Path, *, explicit: bool = False) -> tuple[LoadedDocument
             return None, [Problem(shown, f"invalid YAML: {detail}", line=line)]
         except RecursionError:
             return None, [Problem(shown, f"nesting is deeper than {MAX_DEPTH} levels")]
+        except ValueError as exc:  # e.g. an integer of more digits than Python converts
+            return None, [Problem(shown, f"invalid YAML: {str(exc).splitlines()[0][:200]}")]
         if len(docs) > 1:
             return None, [Problem(shown, f"holds {len(docs)} YAML documents; a contract file holds one")]
         data = docs[0] if docs else None
