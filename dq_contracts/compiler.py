@@ -334,6 +334,8 @@ def _metric(kind: str, suffix: str, needs_column: bool, what: str) -> Callable[[
         unit = _unit(rule)
         if unit is None:
             return c.skip("unsupported_unit", repr(rule.get("unit")))
+        if kind == "row_count" and unit == "percent":  # a percent of all rows would always be 100
+            return c.skip("unsupported_unit", "rowCount counts rows; it has no percent")
         arguments = rule.get("arguments") if isinstance(rule.get("arguments"), dict) else {}
         params: dict[str, Any] = {}
         column = c.column

@@ -154,3 +154,29 @@ def test_one_aggregate_scan_per_table(plan, warehouse):
 @pytest.mark.parametrize("a,b", [("int4", "INTEGER"), ("varchar(2)", "VARCHAR(2)"), ("numeric(12,2)", "DECIMAL(12, 2)")])
 def test_type_spellings_compare_equal(a, b):
     assert normalise_type(a) == normalise_type(b)
+
+
+COMPOUND = {
+    "apiVersion": "v3.1.0", "kind": "DataContract", "id": "pk", "version": "1.0.0", "status": "active",
+    "schema": [{"name": "t", "physicalName": "TABLE", "properties": [
+        {"name": "id", "logicalType": "integer", "primaryKey": True, "primaryKeyPosition": 1},
+        {"name": "code", "logicalType": "string", "primaryKey": True, "primaryKeyPosition": 2}]}],
+}
+
+
+@pytest.mark.parametrize("rows,observed", [
+    (GOOD, 0),
+    # (1, AB) is fine once; a NULL in either part of the key counts, so does a repeated tuple
+    (GOOD + [(1, "AB", None, 1, "2021-01-01", "a", None, None), (None, "ZZ", None, 1, "2021-01-01", "a", None, None),
+             (9, None, None, 1, "2021-01-01", "a", None, None)], 3),
+])
+def test_a_compound_primary_key(warehouse, tmp_path, rows, observed):
+    path = tmp_path / "pk.odcs.yaml"
+    path.write_text(yaml.safe_dump(COMPOUND))
+    plan = load_contracts([path]).plans[0]
+    engine = warehouse(rows)
+    results = {r.name: r for r in run_object(plan, plan.objects[0], engine, now=NOW)}
+    key = results["primary_key"]
+    assert key.kind == "primary_key" and key.error is None
+    assert key.observed == observed and key.passed is (observed == 0)
+    assert len(key.details) == 0 and "GROUP BY" in key.sql
