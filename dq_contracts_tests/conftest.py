@@ -26,17 +26,22 @@ def write_contract(tmp_path):
     return write
 
 
-@pytest.fixture(scope="session")
-def postgres():
-    """A real PostgreSQL cluster on 127.0.0.1 for the whole session; CI must have it, elsewhere it may skip."""
+def start_cluster():
+    """A new PostgreSQL cluster on 127.0.0.1; CI must have the server, elsewhere the test may skip."""
     from dq_contracts_tests.pgcluster import PgCluster
 
     try:
-        cluster = PgCluster.start()
+        return PgCluster.start()
     except FileNotFoundError as exc:
         if os.environ.get("CI"):
             raise
         pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """One cluster for the whole session."""
+    cluster = start_cluster()
     yield cluster
     cluster.destroy()
 

@@ -18,7 +18,7 @@ from dq_contracts import ContractError, DqContractsTranslator, build_contract_de
 from dq_contracts.demo import write_tables
 from dq_contracts.resource import WarehouseResource
 from dq_contracts.translator import with_check_attributes
-from dq_contracts_tests.conftest import CONTRACTS, REPO
+from dq_contracts_tests.conftest import CONTRACTS
 from dq_contracts_tests.test_check_cli import DOCUMENTED
 
 

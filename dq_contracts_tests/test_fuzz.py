@@ -549,3 +549,18 @@ def test_objects_with_the_same_name_keep_their_own_checks(folder):
                     "schema:\n  - name: a\n    properties:\n      - {name: x, logicalType: string, required: true}\n"
                     "  - name: a\n    physicalName: other\n    properties:\n      - {name: y, logicalType: string}\n")
     assert_handled(path)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "defect: mustBe/mustNotBe on a metric accept any value (the schema leaves them untyped) and "
+    "_conditions does not check it: `mustBe: \"0\"` compiles into a blocking check that can never pass "
+    "(0 != '0'), shown as '= 0' by `plan`; `mustNotBe: [1]` always passes"))
+def test_a_metric_compared_with_a_non_number_is_not_compiled(folder):
+    path = folder / "mustbe.odcs.yaml"
+    path.write_text("apiVersion: v3.1.0\nkind: DataContract\nid: x\nversion: 1.0.0\nstatus: active\n"
+                    "schema:\n  - name: t\n    properties:\n      - name: a\n        logicalType: string\n"
+                    "        quality:\n          - {metric: nullValues, mustBe: '0'}\n"
+                    "          - {metric: nullValues, mustNotBe: [1]}\n")
+    result = load_contracts([path])
+    compiled = [c for p in result.plans for o in p.objects for c in o.checks if c.kind == "null_values"]
+    assert compiled == [] or result.errors, [c.conditions for c in compiled]

@@ -16,7 +16,7 @@ from dq_contracts import build_contract_defs
 from dq_contracts.checking import Warehouses, run_contract
 from dq_contracts.core import load_contracts
 from dq_contracts.resource import WarehouseResource
-from dq_contracts_tests.pgcluster import PgCluster
+from dq_contracts_tests.conftest import start_cluster
 
 pytestmark = pytest.mark.postgres
 
@@ -28,14 +28,7 @@ WRITER_PW = "Writer-pw-93ab"
 @pytest.fixture(scope="module")
 def cluster():
     """A cluster of this module's own: some tests stop and restart it."""
-    try:
-        cluster = PgCluster.start()
-    except FileNotFoundError as exc:
-        import os
-
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(str(exc))
+    cluster = start_cluster()
     admin = sa.create_engine(cluster.url(), isolation_level="AUTOCOMMIT")
     with admin.connect() as c:
         c.exec_driver_sql("CREATE DATABASE wh")
