@@ -303,7 +303,8 @@ def _relationship(c: Clause) -> Outcome:
 
 # --- quality rules --------------------------------------------------------------------------------
 
-def _conditions(rule: dict[str, Any]) -> tuple[Condition, ...] | str:
+def _conditions(rule: dict[str, Any], *, numbers_only: bool = False) -> tuple[Condition, ...] | str:
+    """The rule's operators; a metric counts, so with numbers_only every value must be a number."""
     out = []
     for op in OPERATORS:
         if op not in rule:
@@ -314,7 +315,8 @@ def _conditions(rule: dict[str, Any]) -> tuple[Condition, ...] | str:
                     and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)):
                 return f"{op} needs two numbers, got {value!r}"
             value = (min(value), max(value))
-        elif op not in ("mustBe", "mustNotBe") and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        elif (numbers_only or op not in ("mustBe", "mustNotBe")) and (
+                isinstance(value, bool) or not isinstance(value, (int, float))):
             return f"{op} needs a number, got {value!r}"
         out.append(Condition(op, value))
     return tuple(out)
@@ -328,7 +330,7 @@ def _unit(rule: dict[str, Any]) -> str | None:
 def _metric(kind: str, suffix: str, needs_column: bool, what: str) -> Callable[[Clause], Outcome]:
     def compile_metric(c: Clause) -> Outcome:
         rule = c.value
-        conditions = _conditions(rule)
+        conditions = _conditions(rule, numbers_only=True)
         if isinstance(conditions, str):
             return c.skip("not_comparable", conditions)
         unit = _unit(rule)

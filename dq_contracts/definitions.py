@@ -7,7 +7,6 @@ Per contract: a checks-only job, and one schedule per cron the contract declares
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import logging
 import os
