@@ -79,7 +79,10 @@ def read_only_refusal(sql: str, dialect: str | None) -> str | None:
         return f"the query holds {len(statements)} statements; one SELECT is allowed"
     root = statements[0]
     if not isinstance(root, (exp.Select, exp.Union, exp.Intersect, exp.Except, exp.Subquery)):
-        return f"the query is a {root.key.upper()}, not a SELECT"
+        kind = root.key.upper()
+        if isinstance(root, exp.Column):  # sqlglot reads bare words as a column
+            return "the query is not SQL (plain text?); one SELECT is allowed"
+        return f"the query is {'an' if kind[0] in 'AEIOU' else 'a'} {kind}, not a SELECT"
     for node in root.walk():
         if isinstance(node, _WRITES):
             return f"the query contains {node.key.upper()}; only reads are allowed"
