@@ -67,14 +67,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 1 if result.errors else 0
 
 
-def _status(result) -> str:
-    if result.passed:
-        return "pass"
-    if result.error:
-        return "error"
-    return "fail" if result.severity == "ERROR" else "warn"
-
-
 def _observed_text(result) -> str:
     value = result.observed
     if value is None:
@@ -109,12 +101,12 @@ def cmd_check(args: argparse.Namespace) -> int:
         rows = [("asset", "check", "severity", "status", "observed", "threshold", "detail")]
         for r in results:
             detail = r.error or (f"e.g. {', '.join(map(str, r.samples))}" if r.samples else "")
-            rows.append(("/".join(r.asset_key), r.name, r.severity, _status(r), _observed_text(r),
+            rows.append(("/".join(r.asset_key), r.name, r.severity, r.status, _observed_text(r),
                          r.threshold, detail))
         widths = [max(len(str(row[i])) for row in rows) for i in range(6)]
         for row in rows:
             print("  ".join(str(v).ljust(w) for v, w in zip(row, widths)) + "  " + str(row[6]))
-        counts = {s: sum(_status(r) == s for r in results) for s in ("pass", "warn", "fail", "error")}
+        counts = {s: sum(r.status == s for r in results) for s in ("pass", "warn", "fail", "error")}
         print(f"{len(results)} check(s): " + ", ".join(f"{n} {s}" for s, n in counts.items()))
         _print_problems(loaded, sys.stdout)
     return 1 if failing or loaded.errors else 0

@@ -79,8 +79,7 @@ def check_result_of(result: CheckResult, spec: dg.AssetCheckSpec) -> dg.AssetChe
         "dq_contracts/contract_version": result.contract_version,
         "dq_contracts/clause": result.clause,
         "dq_contracts/threshold": result.threshold,
-        "dq_contracts/status": "pass" if result.passed else ("error" if result.error else
-                                                            ("fail" if result.severity == "ERROR" else "warn")),
+        "dq_contracts/status": result.status,
     }
     if result.observed is not None:
         observed = result.observed
@@ -108,8 +107,7 @@ def check_result_of(result: CheckResult, spec: dg.AssetCheckSpec) -> dg.AssetChe
 
 
 def _outcome_line(result: CheckResult, plan: ContractPlan) -> str:
-    status = "PASS" if result.passed else ("ERROR" if result.error else
-                                           ("FAIL" if result.severity == "ERROR" else "WARN"))
+    status = result.status.upper()
     observed = "-" if result.observed is None else result.observed
     line = (f"{status:<5} {plan.id} {plan.version} {'/'.join(result.asset_key)}.{result.name} "
             f"[{result.clause}] observed {observed}, expected {result.threshold}")

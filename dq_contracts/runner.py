@@ -52,6 +52,15 @@ class CheckResult:
     samples: list[Any] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def status(self) -> str:
+        """pass, warn, fail (an ERROR clause broken) or error (could not be evaluated)."""
+        if self.passed:
+            return "pass"
+        if self.error:
+            return "error"
+        return "fail" if self.severity == "ERROR" else "warn"
+
     def to_json(self) -> dict[str, Any]:
         return {
             "asset_key": list(self.asset_key), "name": self.name, "clause": self.clause, "kind": self.kind,

@@ -157,24 +157,27 @@ def compound_duplicates(table: sa.TableClause, columns: list[str], *, count_null
     return sa.select(extra + nulls)
 
 
+def _orphaned(table: sa.TableClause, columns: list[str], target: sa.TableClause,
+              target_columns: list[str]) -> tuple[list, ColumnElement]:
+    """The key columns, and the condition of a row whose non-NULL key has no match in the target."""
+    cols = [table.c[c] for c in columns]
+    target = target.alias("ref")  # the target may be the same table (a self-reference)
+    match = sa.exists().where(sa.and_(*(target.c[t] == c for c, t in zip(cols, target_columns))))
+    return cols, sa.and_(*(c.is_not(None) for c in cols), sa.not_(match))
+
+
 def orphan_samples(table: sa.TableClause, columns: list[str], target: sa.TableClause,
                    target_columns: list[str], limit: int = 5) -> sa.Select:
     """Up to `limit` distinct keys that have no match in the target."""
-    cols = [table.c[c] for c in columns]
-    target = target.alias("ref")
-    match = sa.exists().where(sa.and_(*(target.c[t] == c for c, t in zip(cols, target_columns))))
-    return (sa.select(*cols).where(sa.and_(*(c.is_not(None) for c in cols)), sa.not_(match))
-            .group_by(*cols).order_by(*cols).limit(limit))
+    cols, orphaned = _orphaned(table, columns, target, target_columns)
+    return sa.select(*cols).where(orphaned).group_by(*cols).order_by(*cols).limit(limit)
 
 
 def orphans(table: sa.TableClause, columns: list[str], target: sa.TableClause,
             target_columns: list[str]) -> sa.Select:
     """Rows whose non-NULL key has no match in the target (an anti-join)."""
-    cols = [table.c[c] for c in columns]
-    target = target.alias("ref")  # the target may be the same table (a self-reference)
-    match = sa.exists().where(sa.and_(*(target.c[t] == c for c, t in zip(cols, target_columns))))
-    return (sa.select(sa.func.count()).select_from(table)
-            .where(sa.and_(*(c.is_not(None) for c in cols)), sa.not_(match)))
+    _, orphaned = _orphaned(table, columns, target, target_columns)
+    return sa.select(sa.func.count()).select_from(table).where(orphaned)
 
 
 def render(statement: sa.sql.ClauseElement, engine: sa.Engine) -> str:
