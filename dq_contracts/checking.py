@@ -51,8 +51,9 @@ class Warehouses:
     environ: Mapping[str, str] | None = None
     _engines: dict[str, tuple[sa.Engine, Connection]] = field(default_factory=dict)
 
-    def engine(self, server: Mapping[str, Any]) -> tuple[sa.Engine, Connection]:
-        connection = connection_for(server, self.environ)
+    def engine(self, server: Mapping[str, Any], folder: str | None = None) -> tuple[sa.Engine, Connection]:
+        """`folder`: the contract file's folder, which a relative DuckDB path is read from."""
+        connection = connection_for(server, self.environ, folder)
         key = connection.url.render_as_string(hide_password=False)
         if key not in self._engines:
             self._engines[key] = (engine_for(connection), connection)
@@ -88,7 +89,7 @@ def run_contract(
     secrets: tuple[str, ...] = ()
     try:
         server = choose_server(plan, server_name)
-        engine, connection = warehouses.engine(server)
+        engine, connection = warehouses.engine(server, plan.folder)
         secrets = connection.secrets
         # one connection attempt first: an unreachable server fails every check once, quickly
         with engine.connect():

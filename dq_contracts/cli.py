@@ -36,8 +36,9 @@ def _plan_text(plan: ContractPlan) -> str:
         width = max((len(c.name) for c in obj.checks), default=10)
         for check in obj.checks:
             threshold = check.threshold_text()
+            will_fail = f"  WILL FAIL: {check.params['refusal']}" if check.params.get("refusal") else ""
             lines.append(f"    {check.name:<{width}}  {check.severity:<5}  {check.kind:<16} {threshold}"
-                         f"  {check.clause}")
+                         f"  {check.clause}{will_fail}")
     for fresh in plan.freshness:
         lines.append(f"  freshness {fresh.object}.{fresh.element}: fail after {fresh.fail_window_seconds:g}s  "
                      f"{fresh.clause}")
@@ -80,13 +81,11 @@ def _observed_text(result) -> str:
 def cmd_check(args: argparse.Namespace) -> int:
     from dq_contracts.checking import Warehouses, run_contract  # the engine only when checks run
 
-    loaded = load_contracts(args.paths)
-    broken = {p.file for p in loaded.errors}
+    loaded = load_contracts(args.paths, server=args.server)
     results = []
     with Warehouses() as warehouses:
-        for plan in loaded.plans:
-            if plan.file in broken:
-                continue  # a contract with errors is not run; its problems are printed below
+        # a contract with errors is not run (its problems are printed below); the others are
+        for plan in loaded.usable_plans:
             results.extend(run_contract(plan, warehouses, server_name=args.server,
                                         timeout_seconds=args.timeout))
     failing = [r for r in results if not r.passed and r.severity == "ERROR"]
@@ -119,11 +118,14 @@ def cmd_report(args: argparse.Namespace) -> int:
         print("dq-contracts report: set DAGSTER_HOME to the Dagster instance folder to read (the one the "
               "webserver and daemon use)", file=sys.stderr)
         return 1
+    if not os.path.isdir(os.environ["DAGSTER_HOME"]):
+        print(f"dq-contracts report: DAGSTER_HOME={os.environ['DAGSTER_HOME']} is not a folder; point it at "
+              "the Dagster instance folder to read", file=sys.stderr)
+        return 1
     from dq_contracts.report import report_from_instance, report_text  # imports Dagster: only here
 
     loaded = load_contracts(args.paths)
-    broken = {p.file for p in loaded.errors}
-    report = report_from_instance([p for p in loaded.plans if p.file not in broken])
+    report = report_from_instance(loaded.usable_plans)
     if args.format == "json":
         print(json.dumps(report, indent=2))
     else:

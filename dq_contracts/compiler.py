@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable
@@ -382,14 +383,18 @@ def _sql(c: Clause) -> Outcome:
         return c.skip("not_comparable", "a SQL rule needs an operator")
     verdict = judge_sql_rule(str(rule.get("query") or ""), dialect=c.contract.dialect,
                              table=c.contract.table_of(c.obj), column=c.column)
-    if verdict.unresolved:
-        c.contract.problem(c.parts + ["query"], f"unresolved placeholder(s) {', '.join(verdict.unresolved)}: "
-                           f"use {{object}} or {{property}}")
-        return c.skip("sql_not_read_only", "unresolved placeholders")
-    if verdict.refusal:
-        c.contract.problem(c.parts + ["query"], f"SQL rule refused: {verdict.refusal}")
-        return c.skip("sql_not_read_only", verdict.refusal)
     threshold = " and ".join(x.describe() for x in conditions)
+    refusal = None
+    if verdict.unresolved:
+        refusal = (f"unresolved placeholder(s) {', '.join(verdict.unresolved)}: use {{object}} or "
+                   "{property}")
+    elif verdict.refusal:
+        refusal = f"SQL rule refused: {verdict.refusal}"
+    if refusal:
+        # the clause fails on its own (never silently passes or vanishes); the rest of the contract runs
+        c.contract.problem(c.parts + ["query"], refusal, scope="clause")
+        return c.check("sql", "sql", f"{c.where()} SQL rule result {threshold} (refused: it will fail)",
+                       rule=rule, conditions=conditions, params={"query": rule.get("query"), "refusal": refusal})
     return c.check("sql", "sql", f"{c.where()} SQL rule result {threshold}", rule=rule,
                    conditions=conditions, params={"query": rule.get("query")})
 
@@ -511,10 +516,10 @@ class _Compiling:
         self.dialect = {"postgresql": "postgres", "sqlserver": "tsql", "cloudsql": "postgres"}.get(
             server_type or "", server_type)
 
-    def problem(self, parts: list, message: str, severity: str = "error") -> None:
+    def problem(self, parts: list, message: str, severity: str = "error", scope: str = "contract") -> None:
         source = self.validated.source
         self.problems.append(Problem(source.file, message, named_path(source.data, parts),
-                                     source.line_of(parts), severity))
+                                     source.line_of(parts), severity, scope))
 
     def table_of(self, obj: dict) -> str:
         return str(obj.get("physicalName") or obj.get("name"))
@@ -720,6 +725,7 @@ def compile_contract(validated: ValidatedContract) -> tuple[ContractPlan, list[P
     description = doc.get("description") if isinstance(doc.get("description"), dict) else None
     plan = ContractPlan(
         file=validated.file,
+        folder=os.path.dirname(os.path.abspath(validated.file)),
         id=str(doc.get("id")),
         version=str(doc.get("version")),
         api_version=validated.api_version,
@@ -902,3 +908,29 @@ def _owners(team: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
         elif username:
             dropped.append(username)
     return tuple(dict.fromkeys(owners)), tuple(dropped)
+
+
+def outline_contract(data: Any, file: str) -> ContractPlan | None:
+    """What can be read of a document that does not validate: its id, version and schema objects
+    (with their asset keys), so that its problems can be shown on the assets it names. None when
+    it names no object."""
+    if not isinstance(data, dict):
+        return None
+    objects = []
+    try:
+        for oi, obj in enumerate(data.get("schema") if isinstance(data.get("schema"), list) else []):
+            if isinstance(obj, dict) and isinstance(obj.get("name") or obj.get("physicalName"), (str, int)):
+                name = str(obj.get("name") or obj.get("physicalName"))
+                plan = _object_plan({k: v for k, v in obj.items() if k != "properties"}, name, ["schema", oi], [])
+                objects.append(replace(plan, description=plan.description if isinstance(plan.description, str)
+                                       else None))
+    except Exception:  # a malformed document: whatever could be read before it stays
+        pass
+    if not objects:
+        return None
+    text = lambda key: str(data[key]) if isinstance(data.get(key), (str, int, float)) else "?"  # noqa: E731
+    return ContractPlan(
+        file=file, folder=os.path.dirname(os.path.abspath(file)), id=text("id"), version=text("version"),
+        api_version=text("apiVersion"), name=None, status=None, domain=None, description=None, tags=(),
+        owners=(), dropped_owners=(), servers=(), objects=tuple(objects), freshness=(), schedules=(),
+        not_enforced=())

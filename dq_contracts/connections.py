@@ -7,7 +7,8 @@ non-alphanumeric character turned into `_`:
 * `DQ_CONTRACTS_PROD_USER` and `DQ_CONTRACTS_PROD_PASSWORD`: joined to the contract's host, port
   and database.
 
-A DuckDB `database` path that is relative is taken from the current working directory.
+A relative DuckDB `database` path is read from the folder of the contract file that declares it,
+so a contract means the same file from `dagster dev`, `dg`, the CLI and any working directory.
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ def env_prefix(server_name: str) -> str:
     return "DQ_CONTRACTS_" + re.sub(r"[^A-Za-z0-9]", "_", server_name).upper()
 
 
-def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Connection:
+def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None = None,
+                   folder: str | None = None) -> Connection:
+    """The connection for one ODCS server; `folder` is the contract file's folder."""
     environ = os.environ if environ is None else environ
     name = str(server.get("server") or server.get("id") or "default")
     prefix = env_prefix(name)
@@ -44,6 +47,8 @@ def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None 
         return Connection(url, schema, tuple(s for s in (url.password,) if s))
     if kind == "duckdb":
         database = str(server.get("database") or ":memory:")
+        if database != ":memory:" and folder and not os.path.isabs(os.path.expanduser(database)):
+            database = os.path.normpath(os.path.join(folder, database))
         return Connection(sa.URL.create("duckdb", database=database), schema, ())
     if kind not in DRIVERS:
         raise ValueError(f"server {name!r}: type {kind!r} has no driver here; set {prefix}_URL to a "

@@ -1,4 +1,9 @@
-"""The pure pipeline: files → documents → validated contracts → plans, with every problem collected."""
+"""The pure pipeline: files → documents → validated contracts → plans, with every problem collected.
+
+A contract with an error is that contract's problem: `LoadResult.usable_plans` holds every contract
+that can run, `LoadResult.rejected` every one that cannot, with what could be read of it (the assets
+it names) so that its problems can be shown where its owners look.
+"""
 
 from __future__ import annotations
 
@@ -6,26 +11,60 @@ import os
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from dq_contracts.compiler import compile_contract
+from dq_contracts.compiler import compile_contract, outline_contract
 from dq_contracts.loader import load_documents
 from dq_contracts.paths import named_path
 from dq_contracts.plans import ContractPlan
-from dq_contracts.problems import Problem, errors_of
+from dq_contracts.problems import Problem, contract_errors_of, errors_of
 from dq_contracts.validate import validate_document
+
+
+@dataclass(frozen=True)
+class RejectedContract:
+    """A contract file that cannot run: its problems, and its plan (compiled, or only an outline of
+    the objects it names; None when not even that could be read)."""
+
+    file: str
+    problems: tuple[Problem, ...]
+    plan: ContractPlan | None
 
 
 @dataclass
 class LoadResult:
-    plans: list[ContractPlan] = field(default_factory=list)
+    plans: list[ContractPlan] = field(default_factory=list)  # every compiled plan, usable or not
     problems: list[Problem] = field(default_factory=list)
     files_read: int = 0
+    rejected: list[RejectedContract] = field(default_factory=list)
 
     @property
     def errors(self) -> list[Problem]:
         return errors_of(self.problems)
 
+    @property
+    def usable_plans(self) -> list[ContractPlan]:
+        """The plans that run: no error outside a single clause (a refused SQL rule fails its own check)."""
+        broken = {r.file for r in self.rejected}
+        return [p for p in self.plans if p.file not in broken]
 
-def load_contracts(paths: Iterable[str | os.PathLike[str]]) -> LoadResult:
+
+def server_problems(plans: Iterable[ContractPlan], server: str | None,
+                    line_of=lambda plan: None) -> list[Problem]:
+    """A `server` name (component, resource, --server) that a contract does not declare, found before
+    anything runs, naming the servers it does declare."""
+    if server is None:
+        return []
+    found = []
+    for plan in plans:
+        names = [str(s.get("server") or s.get("id")) for s in plan.servers]
+        if server not in names:
+            found.append(Problem(plan.file, f"no server named {server!r} to check against; this contract declares "
+                                 f"{', '.join(repr(n) for n in names) or 'no servers'}", "servers", line_of(plan)))
+    return found
+
+
+def load_contracts(paths: Iterable[str | os.PathLike[str]], *, server: str | None = None) -> LoadResult:
+    """Every contract under `paths`; `server` is the server name checks will use (None: each
+    contract's first SQL server), and a contract without it is rejected."""
     documents, problems = load_documents(paths)
     # files that could not even be parsed count as read too
     result = LoadResult(problems=problems, files_read=len(documents) + len({p.file for p in problems}))
@@ -66,5 +105,16 @@ def load_contracts(paths: Iterable[str | os.PathLike[str]]) -> LoadResult:
                 seen_assets[obj.asset_key] = (plan, obj.name)
         if not clash:
             result.plans.append(plan)
+    source = {plan.file: document for plan, document in compiled}
+    result.problems.extend(server_problems(result.plans, server, lambda p: source[p.file].line_of(["servers"])))
     result.problems.sort(key=lambda p: (p.file, p.line or 0))
+
+    by_file = {d.file: d for d in documents}
+    compiled_by_file = {plan.file: plan for plan, _ in compiled}
+    broken = dict.fromkeys(p.file for p in contract_errors_of(result.problems))
+    for file in broken:
+        plan = compiled_by_file.get(file)
+        if plan is None and file in by_file:
+            plan = outline_contract(by_file[file].data, file)
+        result.rejected.append(RejectedContract(file, tuple(p for p in result.problems if p.file == file), plan))
     return result

@@ -20,6 +20,7 @@ from dq_contracts.checking import Warehouses, choose_server, failed_results, run
 from dq_contracts.compiler import dagster_name
 from dq_contracts.core import load_contracts
 from dq_contracts.plans import ContractPlan, ObjectPlan
+from dq_contracts.problem_defs import problem_defs
 from dq_contracts.problems import ContractError
 from dq_contracts.resource import WarehouseResource
 from dq_contracts.runner import CheckResult, read_only, scrub
@@ -161,7 +162,7 @@ def _freshness_sensor(watched: list[tuple[ContractPlan, ObjectPlan, str, dg.Asse
         with Warehouses(warehouse.environ()) as warehouses:
             for plan, obj, column, key in watched:
                 try:
-                    engine, connection = warehouses.engine(choose_server(plan, warehouse.server))
+                    engine, connection = warehouses.engine(choose_server(plan, warehouse.server), plan.folder)
                     table = table_for(obj.physical_name, connection.schema, [column])
                     with read_only(engine, warehouse.timeout_seconds) as conn:
                         newest = conn.execute(sa.select(sa.func.max(table.c[column]))).scalar()
@@ -191,13 +192,18 @@ def build_contract_defs(
     resource_key: str = RESOURCE_KEY,
     freshness_sensor: bool = True,
     contract_jobs: bool = True,
+    strict: bool = False,
 ) -> dg.Definitions:
     """Definitions for every contract under `paths`.
 
     `assets` (and the assets of `defs`) are the user's own: a schema object whose asset key one of
     them has gets its checks attached to it (they run after each materialisation, and ERROR clauses
-    block downstream assets) instead of an external AssetSpec. Raises ContractError, listing every
-    problem, when any contract has an error.
+    block downstream assets) instead of an external AssetSpec.
+
+    A contract with errors does not take the others down: every valid contract loads, and each asset
+    the broken one names gets a failing `contract_valid` check listing its problems (also logged).
+    A refused SQL rule fails its own check only. `strict=True` raises ContractError, listing every
+    problem, when any contract has an error (for CI).
 
     `contract_jobs=False` leaves out the checks-only job per contract (schedules keep theirs): Dagster
     resolves every job against the whole asset graph, which dominates loading past a few hundred
@@ -205,11 +211,15 @@ def build_contract_defs(
     """
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     translator = translator or DqContractsTranslator()
-    loaded = load_contracts(paths)
-    if loaded.errors:
+    resource = resource or WarehouseResource()
+    server = resource.server.get_value() if isinstance(resource.server, dg.EnvVar) else resource.server
+    loaded = load_contracts(paths, server=server)
+    if strict and loaded.errors:
         raise ContractError(loaded.problems)
+    rejected_files = {r.file for r in loaded.rejected}
     for problem in loaded.problems:
-        log.warning(problem.render())
+        if problem.file not in rejected_files:  # a rejected contract's problems are logged with it
+            log.warning(problem.render())
 
     own = _keys_of(assets) | (_keys_of(defs.assets or []) if defs is not None else set())
     specs: list[dg.AssetSpec] = []
@@ -218,7 +228,7 @@ def build_contract_defs(
     jobs: list[dg.UnresolvedAssetJobDefinition] = []
     schedules: list[dg.ScheduleDefinition] = []
     watched: list[tuple[ContractPlan, ObjectPlan, str, dg.AssetKey]] = []
-    for plan in sorted(loaded.plans, key=lambda p: p.id):
+    for plan in sorted(loaded.usable_plans, key=lambda p: p.id):
         check_keys: dict[tuple[str, str], dg.AssetCheckKey] = {}
         for obj in plan.objects:
             spec = translator.get_asset_spec(ContractObjectData(plan, obj))
@@ -252,13 +262,20 @@ def build_contract_defs(
     sensors = [_freshness_sensor(watched, resource_key)] if freshness_sensor and watched else []
     mapper = _with_contract(for_own)
     user_assets = [a.map_asset_specs(mapper) if isinstance(a, dg.AssetsDefinition) else a for a in assets]
-    ours = dg.Definitions(
-        assets=[*specs, *user_assets],
-        asset_checks=checks,
-        jobs=jobs,
-        schedules=schedules,
-        sensors=sensors,
-        resources={resource_key: resource or WarehouseResource()},
+    existing: dict[dg.AssetKey, set[str]] = {key: set() for key in own | {spec.key for spec in specs}}
+    for definition in checks:
+        for check_key in definition.check_keys:
+            existing.setdefault(check_key.asset_key, set()).add(check_key.name)
+    ours = dg.Definitions.merge(
+        dg.Definitions(
+            assets=[*specs, *user_assets],
+            asset_checks=checks,
+            jobs=jobs,
+            schedules=schedules,
+            sensors=sensors,
+            resources={resource_key: resource},
+        ),
+        problem_defs(loaded.rejected, translator, existing),
     )
     if defs is not None:
         return dg.Definitions.merge(defs.map_asset_specs(func=mapper) if for_own else defs, ours)

@@ -1,8 +1,10 @@
 """The demo code location (`workspace.yaml` loads it): four assets that build the demo shop's tables
 in an embedded DuckDB file, and the bundled contracts' checks attached to them.
 
-Run from the repository root: the contracts' DuckDB path (`demo_data/warehouse.duckdb`) is
-relative to the working directory. Set DQ_CONTRACTS_DIR to read contracts from another folder.
+The tables are written to the DuckDB file the contracts' server names (`../demo_data/warehouse.duckdb`,
+relative to the contract files, as every relative DuckDB path is). Set DQ_CONTRACTS_DIR to read
+contracts from another folder (default: `contracts/` of the working directory, which
+`workspace.yaml` sets to the repository root).
 """
 
 from __future__ import annotations
@@ -12,25 +14,44 @@ from pathlib import Path
 
 import dagster as dg
 
+from dq_contracts.connections import connection_for
+from dq_contracts.core import load_contracts
 from dq_contracts.definitions import build_contract_defs
 from dq_contracts.demo import DEFAULT_DATABASE, TABLES, write_tables
+from dq_contracts.plans import ContractPlan
 
 CONTRACTS_DIR = Path(os.environ.get("DQ_CONTRACTS_DIR", "contracts"))
 
 
-def demo_asset(name: str) -> dg.AssetsDefinition:
-    @dg.asset(name=name, kinds={"duckdb"}, description=f"Builds the demo table analytics.{name}")
+def demo_database(plans: list[ContractPlan]) -> Path:
+    """The DuckDB file the contracts check: the first DuckDB server with a file of the first contract."""
+    for plan in sorted(plans, key=lambda p: p.file):
+        for server in plan.servers:
+            if str(server.get("type")).lower() == "duckdb" and server.get("database"):
+                database = connection_for(server, {}, plan.folder).url.database
+                if database and database != ":memory:":
+                    return Path(database)
+    return DEFAULT_DATABASE
+
+
+def demo_asset(name: str, database: Path, description: str | None) -> dg.AssetsDefinition:
+    @dg.asset(name=name, kinds={"duckdb"}, description=description or f"The demo table analytics.{name}")
     def build_table(context):
-        written = write_tables(DEFAULT_DATABASE, [name])
-        context.log.info(f"wrote {written[name]} rows to {DEFAULT_DATABASE} analytics.{name}")
+        written = write_tables(database, [name])
+        context.log.info(f"wrote {written[name]} rows to {database} analytics.{name}")
         return dg.MaterializeResult(metadata={"dagster/row_count": written[name]})
 
     return build_table
 
 
+_plans = load_contracts([CONTRACTS_DIR]).usable_plans
+DATABASE = demo_database(_plans)
+_descriptions = {o.physical_name: o.description for p in _plans for o in p.objects}
+
 # One process for the demo run: DuckDB lets one process write a file, and the checks open it
 # read-only right after each table is written. Checks-only jobs still fan out (see README).
 defs = dg.Definitions.merge(
-    build_contract_defs(CONTRACTS_DIR, assets=[demo_asset(name) for name in TABLES]),
+    build_contract_defs(CONTRACTS_DIR, assets=[demo_asset(name, DATABASE, _descriptions.get(name))
+                                               for name in TABLES]),
     dg.Definitions(executor=dg.in_process_executor),
 )

@@ -158,6 +158,7 @@ class ObjectPlan:
 @dataclass(frozen=True)
 class ContractPlan:
     file: str
+    folder: str  # absolute folder of the contract file: a relative DuckDB path is read from here
     id: str
     version: str
     api_version: str
@@ -203,6 +204,7 @@ class ContractPlan:
                     "unit": c.unit,
                     "dimension": c.dimension,
                     "description": c.description,
+                    "will_fail": c.params.get("refusal"),
                 }
                 for o in self.objects
                 for c in o.checks

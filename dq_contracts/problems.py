@@ -17,6 +17,9 @@ class Problem:
     path: str = ""  # the path inside the document, written with names: schema.orders.properties.id
     line: int | None = None
     severity: str = "error"  # "error" or "warning"
+    # "contract": the contract cannot be used as written; "clause": one clause cannot run as written
+    # and becomes a failed check, while the rest of the contract still runs
+    scope: str = "contract"
 
     def render(self) -> str:
         where = self.file if self.line is None else f"{self.file}:{self.line}"
@@ -31,6 +34,7 @@ class Problem:
             "path": self.path,
             "message": self.message,
             "severity": self.severity,
+            "scope": self.scope,
         }
 
 
@@ -47,3 +51,8 @@ class ContractError(Exception):
 
 def errors_of(problems: Sequence[Problem]) -> list[Problem]:
     return [p for p in problems if p.severity == "error"]
+
+
+def contract_errors_of(problems: Sequence[Problem]) -> list[Problem]:
+    """The errors that keep a contract from running at all (not those confined to one clause)."""
+    return [p for p in problems if p.severity == "error" and p.scope == "contract"]

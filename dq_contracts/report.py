@@ -4,6 +4,7 @@ DAGSTER_HOME points at (the storage the UI reads), beside the clauses that are n
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from typing import Any
 
 import dagster as dg
@@ -55,10 +56,23 @@ def build_report(plans: list[ContractPlan], instance: dg.DagsterInstance) -> dic
     return {"contracts": contracts}
 
 
+class _NoMissingConfigWarning(logging.Filter):
+    """A DAGSTER_HOME without dagster.yaml is a local instance (SQLite in that folder): nothing to warn of."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("No dagster instance configuration file")
+
+
 def report_from_instance(plans: list[ContractPlan]) -> dict[str, Any]:
     """The report from the instance DAGSTER_HOME points at."""
-    with dg.DagsterInstance.get() as instance:
-        return build_report(plans, instance)
+    quiet = _NoMissingConfigWarning()
+    logger = logging.getLogger("dagster")
+    logger.addFilter(quiet)
+    try:
+        with dg.DagsterInstance.get() as instance:
+            return build_report(plans, instance)
+    finally:
+        logger.removeFilter(quiet)
 
 
 def report_text(report: dict[str, Any]) -> str:

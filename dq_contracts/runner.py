@@ -256,6 +256,9 @@ def _run_own_query(check, obj, table, engine, schema, result, row_count, timeout
             source = table_for(obj.physical_name, schema, check.params["columns"])
             statement = orphans(source, check.params["columns"], target, check.params["target_columns"])
         elif check.kind == "sql":
+            if check.params.get("refusal"):  # refused when compiled: this clause fails, the others run
+                return result(check, passed=False, error=f"not run: {check.params['refusal']}",
+                              sql=str(check.params.get("query") or ""))
             preparer = engine.dialect.identifier_preparer
             qualified = ".".join(preparer.quote(p) for p in ([schema] if schema and "." not in obj.physical_name
                                                              else []) + obj.physical_name.split("."))

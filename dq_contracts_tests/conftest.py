@@ -12,6 +12,21 @@ SCHEMAS = SHARED / "odcs" / "schemas"
 CONTRACTS = REPO / "contracts"
 
 
+def demo_shop(folder: Path, tables: list[str] | None = None, **kwargs) -> Path:
+    """A copy of the bundled contracts in `folder/contracts` with the demo warehouse beside it, in
+    `folder/demo_data` (the contracts' DuckDB path is relative to their own files); returns the
+    contracts folder."""
+    import shutil
+
+    from dq_contracts.demo import write_tables
+
+    contracts = folder / "contracts"
+    shutil.copytree(CONTRACTS, contracts, dirs_exist_ok=True)
+    if tables != []:
+        write_tables(folder / "demo_data" / "warehouse.duckdb", tables, **kwargs)
+    return contracts
+
+
 @pytest.fixture
 def write_contract(tmp_path):
     """Write YAML text to a contract file under tmp_path and return its path."""

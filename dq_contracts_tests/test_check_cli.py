@@ -10,8 +10,7 @@ import sys
 
 import pytest
 
-from dq_contracts.demo import write_tables
-from dq_contracts_tests.conftest import CONTRACTS
+from dq_contracts_tests.conftest import CONTRACTS, demo_shop
 
 # from the comments at the top of each bundled contract
 DOCUMENTED = {
@@ -21,15 +20,15 @@ DOCUMENTED = {
 }
 
 
-def check(cwd, *args):
-    return subprocess.run([sys.executable, "-m", "dq_contracts.cli", "check", str(CONTRACTS), *args],
+def check(cwd, *args, contracts="contracts"):
+    return subprocess.run([sys.executable, "-m", "dq_contracts.cli", "check", str(contracts), *args],
                           cwd=cwd, capture_output=True, text=True, timeout=120, check=False)
 
 
 @pytest.fixture(scope="module")
 def demo_dir(tmp_path_factory):
     folder = tmp_path_factory.mktemp("demo")
-    write_tables(folder / "demo_data" / "warehouse.duckdb")
+    demo_shop(folder)
     return folder
 
 
@@ -57,13 +56,13 @@ def test_text_output_names_each_failure_with_a_sample(demo_dir):
 
 
 def test_warnings_alone_exit_zero(tmp_path, write_contract):
-    write_tables(tmp_path / "demo_data" / "warehouse.duckdb", ["orders", "order_items"])
+    demo_shop(tmp_path, ["orders", "order_items"])
     text = (CONTRACTS / "orders.odcs.yaml").read_text()
     # keep only the WARN failure: drop the negative-total clause and the orphan-item relationship
     text = text.replace("          minimum: 0\n          exclusiveMaximum", "          exclusiveMaximum")
     text = text.replace("        relationships:\n          - to: orders.order_id\n", "")
-    write_contract(text, "orders.odcs.yaml")
-    proc = subprocess.run([sys.executable, "-m", "dq_contracts.cli", "check", "orders.odcs.yaml", "--format",
+    write_contract(text, "contracts/orders.odcs.yaml")
+    proc = subprocess.run([sys.executable, "-m", "dq_contracts.cli", "check", "contracts/orders.odcs.yaml", "--format",
                            "json"], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
     failing = [(r["name"], r["severity"]) for r in json.loads(proc.stdout)["results"] if not r["passed"]]
     assert failing == [("status_is_known", "WARN")]

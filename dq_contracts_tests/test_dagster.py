@@ -18,7 +18,7 @@ from dq_contracts import ContractError, DqContractsTranslator, build_contract_de
 from dq_contracts.demo import write_tables
 from dq_contracts.resource import WarehouseResource
 from dq_contracts.translator import with_check_attributes
-from dq_contracts_tests.conftest import CONTRACTS
+from dq_contracts_tests.conftest import CONTRACTS, demo_shop
 from dq_contracts_tests.test_check_cli import DOCUMENTED
 
 
@@ -29,10 +29,12 @@ def defs():
 
 @pytest.fixture
 def in_demo_dir(tmp_path, monkeypatch):
-    """A working directory holding the demo warehouse, as the contracts' relative path expects."""
-    write_tables(tmp_path / "demo_data" / "warehouse.duckdb")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+    """A copy of the bundled contracts with the demo warehouse beside them; returns the contracts
+    folder (the working directory is elsewhere: the contracts' DuckDB path is relative to them)."""
+    contracts = demo_shop(tmp_path)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    return contracts
 
 
 def asset_specs(defs):
@@ -100,7 +102,8 @@ def test_jobs_and_schedules_run_exactly_the_declared_clauses(defs):
         [s.key for (asset, _), s in check_specs(defs).items() if asset == "orders"]}
 
 
-def test_checks_only_job_on_external_tables_records_every_clause(defs, in_demo_dir):
+def test_checks_only_job_on_external_tables_records_every_clause(in_demo_dir):
+    defs = build_contract_defs(in_demo_dir)
     instance = dg.DagsterInstance.ephemeral()
     result = defs.resolve_job_def("urn_dq_contracts_demo_payments__checks").execute_in_process(
         instance=instance, raise_on_error=False)
@@ -121,7 +124,7 @@ def test_checks_only_job_on_external_tables_records_every_clause(defs, in_demo_d
 
 def test_the_demo_materialises_and_fails_exactly_the_documented_clauses(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("DQ_CONTRACTS_DIR", str(CONTRACTS))
+    monkeypatch.setenv("DQ_CONTRACTS_DIR", str(demo_shop(tmp_path, tables=[])))
     sys.modules.pop("dq_contracts.demo_defs", None)
     from dq_contracts.demo_defs import defs as demo
 
@@ -155,7 +158,8 @@ def test_contract_jobs_can_be_left_out_for_large_estates():
     assert "urn_dq_contracts_demo_orders__orders__orders_volume__job" in jobs  # schedules keep theirs
 
 
-def test_a_single_clause_can_run_alone(defs, in_demo_dir):
+def test_a_single_clause_can_run_alone(in_demo_dir):
+    defs = build_contract_defs(in_demo_dir)
     instance = dg.DagsterInstance.ephemeral()
     key = dg.AssetCheckKey(dg.AssetKey(["customers"]), "segment__accepted_values")
     job = defs.resolve_job_def("urn_dq_contracts_demo_customers__checks")
@@ -167,6 +171,7 @@ def test_a_single_clause_can_run_alone(defs, in_demo_dir):
 
 def test_error_clauses_block_downstream_assets_warn_clauses_do_not(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    contracts = demo_shop(tmp_path, tables=[])
     database = tmp_path / "demo_data" / "warehouse.duckdb"
 
     @dg.asset(name="orders")
@@ -177,7 +182,7 @@ def test_error_clauses_block_downstream_assets_warn_clauses_do_not(tmp_path, mon
     def revenue_report():
         return 1
 
-    defs = build_contract_defs(CONTRACTS / "orders.odcs.yaml", assets=[orders, revenue_report])
+    defs = build_contract_defs(contracts / "orders.odcs.yaml", assets=[orders, revenue_report])
     instance = dg.DagsterInstance.ephemeral()
     job = dg.Definitions.merge(defs, dg.Definitions(executor=dg.in_process_executor))
     result = job.resolve_job_def("__ASSET_JOB").execute_in_process(
@@ -192,8 +197,8 @@ def test_error_clauses_block_downstream_assets_warn_clauses_do_not(tmp_path, mon
 def test_freshness_sensor_reports_a_materialisation_when_the_column_advances(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     database = tmp_path / "demo_data" / "warehouse.duckdb"
-    write_tables(database, ["customers"], now=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc))
-    defs = build_contract_defs(CONTRACTS / "customers.odcs.yaml")
+    contracts = demo_shop(tmp_path, ["customers"], now=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc))
+    defs = build_contract_defs(contracts / "customers.odcs.yaml")
     sensor = defs.resolve_sensor_def("dq_contracts_freshness")
     instance = dg.DagsterInstance.ephemeral()
 
@@ -222,7 +227,7 @@ def test_the_translator_customises_specs_through_one_code_path(in_demo_dir):
             return with_check_attributes(spec, description=f"[{data.contract.domain}] {spec.description}",
                                          merge_metadata={"team": "data"})
 
-    defs = build_contract_defs(CONTRACTS / "customers.odcs.yaml", translator=Mine())
+    defs = build_contract_defs(in_demo_dir / "customers.odcs.yaml", translator=Mine())
     dg.Definitions.validate_loadable(defs)
     assert {s.key.to_user_string(): s.group_name for s in defs.resolve_all_asset_specs()} == {
         "warehouse/customers": "contracts"}
@@ -240,7 +245,7 @@ def test_the_translator_customises_specs_through_one_code_path(in_demo_dir):
     assert {e.asset_key.to_user_string() for e in evaluations} == {"warehouse/customers"}
 
 
-def test_a_broken_contract_stops_the_code_location_with_every_problem(write_contract):
+def test_strict_stops_the_code_location_on_a_broken_contract_with_every_problem(write_contract):
     path = write_contract("""
         apiVersion: v3.1.0
         kind: DataContract
@@ -255,7 +260,7 @@ def test_a_broken_contract_stops_the_code_location_with_every_problem(write_cont
                 logicalTypeOptions: {minimum: "zero"}
     """)
     with pytest.raises(ContractError) as caught:
-        build_contract_defs(path)
+        build_contract_defs(path, strict=True)
     assert "c.odcs.yaml:" in str(caught.value) and "schema.t.properties.a" in str(caught.value)
 
 

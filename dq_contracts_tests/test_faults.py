@@ -118,13 +118,15 @@ def test_sql_rules_that_write_are_not_run(warehouse, tmp_path, query, reason):
     doc = contract(server, [{"name": "a", "logicalType": "integer"}],
                    [{"type": "sql", "name": "sneaky", "query": query, "mustBe": 0}])
     plan, loaded = plan_of(tmp_path, doc, expect_problems=True)
-    # refused at compile time: an error for `validate`, a not-enforced entry with the reason in the plan
-    assert [p for p in loaded.errors if "SQL rule refused" in p.message]
-    refused = [n for n in plan.not_enforced if n.code == "sql_not_read_only"]
-    assert len(refused) == 1 and reason.lower() in refused[0].reason.lower()
-    assert "sneaky" not in {c.name for c in plan.objects[0].checks}
+    # refused at compile time: an error for `validate` confined to its clause, a check that will fail
+    assert [p for p in loaded.errors if "SQL rule refused" in p.message and p.scope == "clause"]
+    assert loaded.usable_plans == [plan]
     with Warehouses(environ) as warehouses:
-        run_contract(plan, warehouses)
+        results = {r.name: r for r in run_contract(plan, warehouses)}
+    sneaky = results["sneaky"]
+    assert not sneaky.passed and sneaky.severity == "ERROR" and reason.lower() in sneaky.error.lower()
+    assert sneaky.error.startswith("not run: SQL rule refused")
+    assert results["schema"].passed  # the contract's other clauses ran
     engine = sa.create_engine(writer.url)
     assert snapshot(engine) == before
     engine.dispose()

@@ -129,8 +129,8 @@ def test_hostile_contracts_change_nothing_whatever_the_role_may_do(cluster, ware
     loaded = load_contracts([path])
     refused = {p.path.split(".")[-2] if p.path else "" for p in loaded.errors if "SQL rule refused" in p.message}
     plan = loaded.plans[0]
-    not_enforced = {n.clause: n.reason for n in plan.not_enforced if n.code == "sql_not_read_only"}
-    assert len(not_enforced) == 7, not_enforced  # the seven writing or locking rules, each with its reason
+    will_fail = {c.name: c.params["refusal"] for c in plan.objects[0].checks if c.params.get("refusal")}
+    assert len(will_fail) == 7, will_fail  # the seven writing or locking rules, each a check that fails
     assert refused  # and `validate` reports them as errors
 
     before = table_stats(warehouse)
@@ -160,6 +160,8 @@ def test_hostile_contracts_change_nothing_whatever_the_role_may_do(cluster, ware
     sneaky = results["sneaky_function"]
     assert not sneaky.passed and "read-only transaction" in sneaky.error, sneaky.error
     assert password not in repr([r.to_json() for r in results.values()])
+    for name, refusal in will_fail.items():  # each refused rule failed on its own, with its reason
+        assert not results[name].passed and results[name].error == f"not run: {refusal}", name
 
 
 def test_a_server_stopped_in_the_middle_of_a_run(cluster, warehouse, tmp_path, monkeypatch):

@@ -1,4 +1,4 @@
-"""Production: the root dagster.yaml on a real PostgreSQL, history that survives a restart of
+"""Production: deploy/dagster.yaml on a real PostgreSQL, history that survives a restart of
 every process, and `dq-contracts report` reading the same storage."""
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def test_history_survives_a_restart_and_the_report_matches(postgres, tmp_path):
     admin.dispose()
     home = tmp_path / "dagster_home"
     home.mkdir()
-    shutil.copy(REPO / "dagster.yaml", home / "dagster.yaml")
+    shutil.copy(REPO / "deploy" / "dagster.yaml", home / "dagster.yaml")  # as the README says
     env = {"DAGSTER_PG_HOST": "127.0.0.1", "DAGSTER_PG_PORT": str(postgres.port), "DAGSTER_PG_DB": "dagster_prod",
            "DAGSTER_PG_USER": "postgres", "DAGSTER_PG_PASSWORD": PASSWORD}
 

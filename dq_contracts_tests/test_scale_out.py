@@ -5,17 +5,16 @@ from __future__ import annotations
 import dagster as dg
 from dagster._core.definitions.reconstruct import build_reconstructable_job
 
-from dq_contracts.demo import write_tables
-from dq_contracts_tests.conftest import CONTRACTS, REPO
+from dq_contracts_tests.conftest import REPO, demo_shop
 from dq_contracts_tests.test_check_cli import DOCUMENTED
 
 
 def test_the_multiprocess_executor_runs_the_demo_checks_in_parallel(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    write_tables(tmp_path / "demo_data" / "warehouse.duckdb")
+    contracts = demo_shop(tmp_path)
     (tmp_path / "home").mkdir()
     job = build_reconstructable_job("dq_contracts_tests.parallel_defs", "all_checks_job",
-                                    reconstructable_args=(str(CONTRACTS),),
+                                    reconstructable_args=(str(contracts),),
                                     reconstructor_working_directory=str(REPO))
     with dg.DagsterInstance.local_temp(str(tmp_path / "home")) as instance:
         result = dg.execute_job(job, instance=instance)

@@ -1,0 +1,128 @@
+"""A contract that cannot run is that contract's problem, shown where its owners look.
+
+Each asset a rejected contract names gets a `contract_valid` check (ERROR, not blocking: a typo in
+a contract must not stop the pipeline that builds the table) that fails with every problem, file
+and line in its metadata. It fails when it runs with the asset, and a sensor reports the same
+failure without any run, so the asset graph shows it as soon as the daemon ticks. A contract that
+names no readable asset gets an asset of its own under `dq_contracts_invalid/`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+
+import dagster as dg
+
+from dq_contracts.compiler import dagster_name
+from dq_contracts.core import RejectedContract
+from dq_contracts.problems import Problem
+from dq_contracts.translator import ContractObjectData, DqContractsTranslator
+
+log = logging.getLogger("dq_contracts")
+
+CONTRACT_VALID = "contract_valid"
+PROBLEMS_CHECKS = "dq_contracts_contract_problems"
+PROBLEMS_SENSOR = "dq_contracts_contract_problems"
+INVALID_PREFIX = "dq_contracts_invalid"
+
+_PROBLEM_COLUMNS = dg.TableSchema(columns=[dg.TableColumn(name, "string")
+                                           for name in ("file", "line", "path", "message")])
+
+
+def asset_keys_of(rejected: RejectedContract, translator: DqContractsTranslator) -> list[dg.AssetKey]:
+    """The assets the rejected contract names, keyed as the translator would key them."""
+    if rejected.plan is None:
+        return [dg.AssetKey([INVALID_PREFIX, dagster_name(rejected.file)])]
+    keys = []
+    for obj in rejected.plan.objects:
+        try:
+            keys.append(translator.get_asset_spec(ContractObjectData(rejected.plan, obj)).key)
+        except Exception:  # an outline of a broken document may not satisfy a custom translator
+            keys.append(dg.AssetKey(list(obj.asset_key)))
+    return list(dict.fromkeys(keys))
+
+
+def _problem_metadata(problems: Sequence[Problem]) -> dict[str, object]:
+    files = sorted({p.file for p in problems})
+    return {
+        "dq_contracts/problems": dg.MetadataValue.table(
+            records=[dg.TableRecord({"file": p.file, "line": str(p.line or ""), "path": p.path,
+                                     "message": p.message}) for p in problems],
+            schema=_PROBLEM_COLUMNS),
+        "dq_contracts/problem_count": len(problems),
+        "dq_contracts/contract_file": ", ".join(files),
+        "dq_contracts/error": dg.MetadataValue.text("\n".join(p.render() for p in problems)),
+    }
+
+
+def _summary(problems: Sequence[Problem]) -> str:
+    files = sorted({p.file for p in problems})
+    head = "; ".join(p.render() for p in problems[:3])
+    more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+    return f"The data contract {', '.join(files)} cannot be checked: {head}{more}"
+
+
+def problem_defs(rejected: Iterable[RejectedContract], translator: DqContractsTranslator,
+                 existing: Mapping[dg.AssetKey, set[str]]) -> dg.Definitions:
+    """A failing `contract_valid` check on every asset a rejected contract names; `existing` maps the
+    assets already defined to their check names (an asset no one else defines gets an external spec)."""
+    problems_by_key: dict[dg.AssetKey, list[Problem]] = {}
+    for contract in rejected:
+        errors = [p for p in contract.problems if p.severity == "error"]
+        for problem in errors:
+            log.error(problem.render())
+        keys = asset_keys_of(contract, translator)
+        log.error(f"{contract.file}: contract not loaded ({len(errors)} error(s)); the `{CONTRACT_VALID}` "
+                  f"check of {', '.join(k.to_user_string() for k in keys)} shows why")
+        for key in keys:
+            problems_by_key.setdefault(key, []).extend(errors)
+    if not problems_by_key:
+        return dg.Definitions()
+
+    specs: list[dg.AssetCheckSpec] = []
+    assets: list[dg.AssetSpec] = []
+    for key, problems in problems_by_key.items():
+        taken = existing.get(key, set())
+        name, n = CONTRACT_VALID, 2
+        while name in taken:  # a contract rule may already be called that
+            name, n = f"{CONTRACT_VALID}_{n}", n + 1
+        specs.append(dg.AssetCheckSpec(name=name, asset=key, blocking=False, description=_summary(problems),
+                                       metadata={"dq_contracts/kind": "contract_valid",
+                                                 "dq_contracts/severity": "ERROR", **_problem_metadata(problems)}))
+        if key not in existing:
+            assets.append(dg.AssetSpec(key=key, description=_summary(problems), kinds={"odcs"},
+                                       metadata=_problem_metadata(problems)))
+    problems_of = {spec.key: problems_by_key[spec.asset_key] for spec in specs}
+
+    def evaluation(spec: dg.AssetCheckSpec) -> dict[str, object]:
+        problems = problems_of[spec.key]
+        return dict(asset_key=spec.asset_key, check_name=spec.name, passed=False,
+                    severity=dg.AssetCheckSeverity.ERROR, description=_summary(problems),
+                    metadata={"dq_contracts/status": "error", **_problem_metadata(problems)})
+
+    @dg.multi_asset_check(name=PROBLEMS_CHECKS, specs=specs, can_subset=True,
+                          description="Contracts that cannot be checked, and why")
+    def contract_problems(context):
+        for spec in specs:
+            if spec.key in context.selected_asset_check_keys:
+                yield dg.AssetCheckResult(**evaluation(spec))
+
+    @dg.sensor(name=PROBLEMS_SENSOR, minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING,
+               description="Reports the failing contract_valid check of each contract that cannot be checked, "
+                           "without a run, whenever its problems change")
+    def problems_sensor(context):
+        cursor = json.loads(context.cursor) if context.cursor else {}
+        events = []
+        for spec in specs:
+            fingerprint = hashlib.sha1("\n".join(p.render() for p in problems_of[spec.key]).encode()).hexdigest()
+            label = spec.key.to_user_string()
+            if cursor.get(label) != fingerprint:
+                cursor[label] = fingerprint
+                events.append(dg.AssetCheckEvaluation(**evaluation(spec)))
+        return dg.SensorResult(asset_events=events, cursor=json.dumps(cursor, sort_keys=True))
+
+    return dg.Definitions(assets=assets, asset_checks=[contract_problems], sensors=[problems_sensor])
+
