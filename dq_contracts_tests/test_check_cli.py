@@ -73,3 +73,23 @@ def test_an_unknown_server_name_fails_cleanly(demo_dir):
     proc = check(demo_dir, "--server", "prod")
     assert proc.returncode == 1 and "Traceback" not in proc.stderr + proc.stdout
     assert "no server named 'prod'" in proc.stdout
+
+
+WORKING_DIRECTORIES = [
+    # (name, working directory relative to the shop, how the contracts are named from there)
+    ("shop root", ".", "contracts"),
+    ("the contracts folder", "contracts", "."),
+    ("somewhere else", "../elsewhere", None),  # None: an absolute path
+]
+
+
+def test_the_same_contracts_give_the_same_results_from_any_working_directory(demo_dir):
+    """A relative DuckDB path means one thing: the contract file's folder, never the process's."""
+    (demo_dir.parent / "elsewhere").mkdir(exist_ok=True)
+    outcomes = {}
+    for name, cwd, contracts in WORKING_DIRECTORIES:
+        proc = check((demo_dir / cwd).resolve(), "--format", "json", contracts=contracts or demo_dir / "contracts")
+        results = json.loads(proc.stdout)["results"]
+        outcomes[name] = sorted((r["asset_key"][-1], r["name"], r["passed"], r["error"]) for r in results)
+        assert {(a, n) for a, n, passed, _ in outcomes[name] if not passed} == {(a, n) for a, n, _ in DOCUMENTED}
+    assert outcomes["shop root"] == outcomes["the contracts folder"] == outcomes["somewhere else"]

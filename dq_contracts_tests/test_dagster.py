@@ -18,7 +18,7 @@ from dq_contracts import ContractError, DqContractsTranslator, build_contract_de
 from dq_contracts.demo import write_tables
 from dq_contracts.resource import WarehouseResource
 from dq_contracts.translator import with_check_attributes
-from dq_contracts_tests.conftest import CONTRACTS, demo_shop
+from dq_contracts_tests.conftest import CONTRACTS, REPO, demo_shop
 from dq_contracts_tests.test_check_cli import DOCUMENTED
 
 
@@ -304,10 +304,11 @@ schema:
         ("schema", True), ("a__not_null", True)]
 
 
-def test_the_component_loads_with_dg_offline(tmp_path):
+def dg_project(tmp_path):
+    """A project as `create-dagster project shop` lays it out, made offline: (root, environment)."""
     project = tmp_path / "shop"
     package = project / "src" / "shop"
-    (package / "defs" / "contracts").mkdir(parents=True)
+    (package / "defs").mkdir(parents=True)
     (project / "pyproject.toml").write_text(
         '[project]\nname = "shop"\nversion = "0.1.0"\n\n[tool.dg]\ndirectory_type = "project"\n\n'
         '[tool.dg.project]\nroot_module = "shop"\n')
@@ -315,19 +316,88 @@ def test_the_component_loads_with_dg_offline(tmp_path):
     (package / "definitions.py").write_text(
         "from pathlib import Path\n\nimport dagster as dg\n\n\n@dg.definitions\ndef defs():\n"
         "    return dg.load_from_defs_folder(path_within_project=Path(__file__).parent)\n")
-    (package / "defs" / "contracts" / "defs.yaml").write_text(
-        f"type: dq_contracts.ContractsComponent\nattributes:\n  contracts_dir: {CONTRACTS}\n")
     env = {**os.environ, "PYTHONPATH": str(project / "src"),
            "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
-    listed = subprocess.run(["dg", "list", "defs", "--json"], cwd=project, env=env, capture_output=True,
-                            text=True, timeout=180, check=False)
+    return project, env
+
+
+def dg_run(project, env, *args, cwd=None):
+    return subprocess.run(["dg", *args], cwd=cwd or project, env=env, capture_output=True, text=True, timeout=180,
+                          check=False)
+
+
+def test_the_component_loads_with_dg_offline(tmp_path):
+    project, env = dg_project(tmp_path)
+    (project / "src" / "shop" / "defs" / "contracts").mkdir()
+    (project / "src" / "shop" / "defs" / "contracts" / "defs.yaml").write_text(
+        f"type: dq_contracts.ContractsComponent\nattributes:\n  contracts_dir: {CONTRACTS}\n")
+    listed = dg_run(project, env, "list", "defs", "--json")
     assert listed.returncode == 0, listed.stderr
     payload = json.loads(listed.stdout)
     assert {a["asset_key"] for a in payload["assets"]} == {"orders", "order_items", "customers", "payments"}
     assert len(payload["asset_checks"]) == 51
-    checked = subprocess.run(["dg", "check", "defs"], cwd=project, env=env, capture_output=True, text=True,
-                             timeout=180, check=False)
+    checked = dg_run(project, env, "check", "defs")
     assert checked.returncode == 0, checked.stderr
-    components = subprocess.run(["dg", "list", "components", "--json"], cwd=project, env=env,
-                                capture_output=True, text=True, timeout=180, check=False)
+    components = dg_run(project, env, "list", "components", "--json")
     assert "dq_contracts.ContractsComponent" in components.stdout
+
+
+def test_dg_scaffold_writes_a_defs_yaml_that_dg_check_accepts(tmp_path):
+    project, env = dg_project(tmp_path)
+    scaffolded = dg_run(project, env, "scaffold", "defs", "dq_contracts.ContractsComponent", "contracts")
+    assert scaffolded.returncode == 0, scaffolded.stderr
+    written = (project / "src" / "shop" / "defs" / "contracts" / "defs.yaml").read_text()
+    assert "contracts_dir: '{{ context.project_root }}/contracts'" in written
+    assert (project / "contracts").is_dir()  # made empty, so the scaffold loads as written
+    checked = dg_run(project, env, "check", "defs")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    # the user drops contracts into the project's folder: they load from there
+    for contract in CONTRACTS.glob("*.odcs.yaml"):
+        (project / "contracts" / contract.name).write_text(contract.read_text())
+    listed = dg_run(project, env, "list", "defs", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert len(json.loads(listed.stdout)["asset_checks"]) == 51
+
+
+def test_the_readme_component_example_is_right_for_a_create_dagster_project(tmp_path):
+    readme = (REPO / "README.md").read_text()
+    example = re.search(r"```yaml\n# src/<project>/defs/contracts/defs.yaml\n(.*?)```", readme, re.S).group(1)
+    project, env = dg_project(tmp_path)
+    (project / "src" / "shop" / "defs" / "contracts").mkdir()
+    (project / "src" / "shop" / "defs" / "contracts" / "defs.yaml").write_text(example.replace("server: prod",
+                                                                                               "server: local"))
+    demo_shop(project)  # contracts/ at the project root, as the README says
+    listed = dg_run(project, env, "list", "defs", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert len(json.loads(listed.stdout)["asset_checks"]) == 51
+    # with the README's `server: prod`, which the bundled contracts do not declare: found at load
+    (project / "src" / "shop" / "defs" / "contracts" / "defs.yaml").write_text(example)
+    listed = dg_run(project, env, "list", "defs", "--json")
+    assert listed.returncode == 0, listed.stderr
+    checks = json.loads(listed.stdout)["asset_checks"]
+    assert {c["key"].split(":")[-1] for c in checks} == {"contract_valid"}, checks[:3]
+
+
+def test_a_missing_contracts_dir_is_a_clear_load_error(tmp_path):
+    project, env = dg_project(tmp_path)
+    (project / "src" / "shop" / "defs" / "contracts").mkdir()
+    (project / "src" / "shop" / "defs" / "contracts" / "defs.yaml").write_text(
+        "type: dq_contracts.ContractsComponent\nattributes:\n  contracts_dir: ../nowhere\n")
+    checked = dg_run(project, env, "check", "defs")
+    assert checked.returncode != 0
+    assert "attributes.contracts_dir: ../nowhere is " in checked.stdout + checked.stderr
+    assert "which is not a folder" in checked.stdout + checked.stderr
+
+
+def test_definitions_read_the_same_warehouse_from_any_working_directory(tmp_path, monkeypatch):
+    contracts = demo_shop(tmp_path / "shop")
+    (tmp_path / "elsewhere").mkdir()
+    seen = []
+    for cwd in (tmp_path / "shop", tmp_path / "elsewhere"):
+        monkeypatch.chdir(cwd)
+        defs = build_contract_defs(contracts)
+        result = defs.resolve_job_def("urn_dq_contracts_demo_payments__checks").execute_in_process(
+            instance=dg.DagsterInstance.ephemeral(), raise_on_error=False)
+        seen.append(sorted((e.check_name, e.passed) for e in result.get_asset_check_evaluations()))
+    assert seen[0] == seen[1]
+    assert {name for name, passed in seen[0] if not passed} == {"payment_id_unique", "amount__exclusive_minimum"}

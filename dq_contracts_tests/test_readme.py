@@ -113,3 +113,15 @@ def test_the_readme_test_command_is_the_one_ci_runs():
     test_command = blocks[1].strip()
     ci = (REPO / ".ci" / "run").read_text()
     assert test_command in ci.splitlines(), (test_command, ci)
+
+
+def test_report_on_a_local_dagster_home_prints_no_dagster_warning(tmp_path):
+    """A DAGSTER_HOME without dagster.yaml (as `dagster dev` leaves one) is a valid local instance."""
+    home = tmp_path / "home"
+    home.mkdir()
+    proc = subprocess.run([sys.executable, "-m", "dq_contracts.cli", "report", str(REPO / "contracts")],
+                          env={**new_user_environment(), "DAGSTER_HOME": str(home)}, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "dagster.yaml" not in proc.stdout + proc.stderr and "WARNING" not in proc.stderr.upper()
+    assert "total: pass 0  warn 0  fail 0  error 0  not_run 51" in proc.stdout
