@@ -1,7 +1,7 @@
 """Run one contract's checks against a generated DuckDB `orders` table, three ways.
 
 * engine: `dq_contracts.runner.run_object` (one aggregate scan + one query per compound key + schema);
-* naive:  one query per check, built from the same plan with `dq_contracts.sql.measure_for`;
+* naive:  one query per check, built from the same plan with the kinds table's measures (`dq_contracts.kinds`);
 * floor:  hand-written SQL an expert would run: one aggregate, the compound-key query, one
           information_schema query for the schema check.
 
@@ -34,7 +34,15 @@ import yaml
 from dq_contracts.core import load_contracts
 from dq_contracts.plans import percent_of
 from dq_contracts.runner import run_object
-from dq_contracts.sql import compound_duplicates, measure_for, table_for
+from dq_contracts.kinds import KINDS, Scope, uses_aggregate
+from dq_contracts.sql import compound_duplicates, table_for
+
+
+def measure_for(obj, check, table: sa.TableClause, dialect: str, now: dt.datetime):
+    """(key, expression) of the aggregate column the engine would use for this check, or None."""
+    if not uses_aggregate(check):
+        return None
+    return KINDS[check.kind].measure(check, Scope(obj, table, dialect, None, None, now))
 
 STATUSES = ["placed", "paid", "shipped", "delivered", "cancelled"]
 EMAIL_PATTERN = r"^[^@[:space:]]+@[^@[:space:]]+\.[^@[:space:]]+$"  # what `format: email` compiles to
@@ -199,7 +207,7 @@ def naive_run(obj, table: sa.TableClause, engine: sa.Engine, now: dt.datetime,
                 if timings is not None:
                     timings[check.name] = time.perf_counter() - started
                 continue
-            found = measure_for(check, table, dialect)
+            found = measure_for(obj, check, table, dialect, now)
             if found is None:
                 assert check.kind in ("primary_key", "duplicate_values"), check.kind
                 statement = compound_duplicates(table, check.params["columns"],
@@ -211,7 +219,7 @@ def naive_run(obj, table: sa.TableClause, engine: sa.Engine, now: dt.datetime,
             else:
                 value = connection.execute(sa.select(found[1]).select_from(table)).scalar()
             if check.kind == "freshness":
-                value = (now - value.replace(tzinfo=dt.timezone.utc)).total_seconds()
+                value = float(value)  # the measure is already the age in seconds
             elif value is not None and not isinstance(value, float):
                 value = int(value)
             out[check.name] = (check.passes(value), value)
@@ -315,7 +323,8 @@ def classify(obj) -> list[str]:
     table = plan_table(obj)
     lines = []
     for check in obj.checks:
-        found = measure_for(check, table, "duckdb") if check.kind != "schema" else None
+        found = measure_for(obj, check, table, "duckdb", dt.datetime.now(dt.timezone.utc)) \
+            if check.kind != "schema" else None
         where = "aggregate" if found else ("metadata" if check.kind == "schema" else "own query")
         lines.append(f"  {check.name:<40} {check.kind:<17} {where}")
     return lines

@@ -420,7 +420,9 @@ def _schema(c: Clause) -> Outcome:
     return c.check("schema", "schema", f"{c.object_name} schema: {len(columns)} declared columns present, "
                    "declared physical types match",
                    params={"columns": [{"name": str(p.get("physicalName") or p.get("name")),
-                                        "physical_type": p.get("physicalType")} for p in columns]})
+                                        "physical_type": p.get("physicalType"),
+                                        "logical_type": p.get("logicalType"),
+                                        "required": p.get("required") is True} for p in columns]})
 
 
 # --- SLA ------------------------------------------------------------------------------------------

@@ -16,17 +16,10 @@ from typing import Any, Iterable, Iterator
 
 import sqlalchemy as sa
 
-from dq_contracts.plans import CheckPlan, ContractPlan, ObjectPlan, percent_of
-from dq_contracts.sql import (
-    compound_duplicates,
-    measure_for,
-    orphan_samples,
-    orphans,
-    render,
-    samples_query,
-    table_for,
-)
-from dq_contracts.sqlrules import judge_sql_rule
+from dq_contracts.kinds import KINDS, LAST_SQL, Scope, Unmeasurable, judge_count, uses_aggregate
+from dq_contracts.plans import CheckPlan, ContractPlan, ObjectPlan
+from dq_contracts.schema_check import normalise_type, same_type  # noqa: F401 - re-exported for callers
+from dq_contracts.sql import render, table_for
 
 DEFAULT_TIMEOUT_SECONDS = 300
 SAMPLE_LIMIT = 5
@@ -127,23 +120,6 @@ def read_only(engine: sa.Engine, timeout_seconds: float) -> Iterator[sa.Connecti
             connection.rollback()
 
 
-def _age_seconds(value: Any, now: dt.datetime) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        try:
-            value = dt.datetime.fromisoformat(value)
-        except ValueError:
-            return None
-    if isinstance(value, dt.datetime):
-        moment = value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
-    elif isinstance(value, dt.date):
-        moment = dt.datetime(value.year, value.month, value.day, tzinfo=dt.timezone.utc)
-    else:
-        return None
-    return (now - moment).total_seconds()
-
-
 def run_object(
     contract: ContractPlan,
     obj: ObjectPlan,
@@ -155,192 +131,147 @@ def run_object(
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
     secrets: Iterable[str] = (),
 ) -> list[CheckResult]:
-    """Every selected check of one schema object: one aggregate scan plus one query per other kind."""
+    """Every selected check of one schema object: one aggregate scan plus one query per other kind.
+
+    Whatever goes wrong in one check (its query, its verdict, its samples) becomes that check's
+    failed result; every other check still reports.
+    """
     now = now or dt.datetime.now(dt.timezone.utc)
     wanted = set(selected) if selected is not None else None
     checks = [c for c in obj.checks if wanted is None or c.name in wanted]
     secrets = list(secrets)
-    dialect = engine.dialect.name
-    columns = sorted({c for check in checks if check.kind != "schema" for c in
-                      ([check.params.get("column")] + list(check.params.get("columns") or [])) if c})
-    table = table_for(obj.physical_name, schema, columns)
+    results: dict[str, CheckResult] = {}
 
     def result(check: CheckPlan, **kwargs: Any) -> CheckResult:
         return CheckResult(contract.id, contract.version, obj.asset_key, obj.name, check.name, check.clause,
                            check.kind, check.severity, threshold=check.threshold_text(), unit=check.unit,
                            **kwargs)
 
-    results: dict[str, CheckResult] = {}
-    measures: dict[str, Any] = {}
-    keyed: dict[str, str] = {}
-    for check in checks:
-        found = measure_for(check, table, dialect) if check.kind != "schema" else None
-        if found:
-            key, expression = found
-            measures.setdefault(key, expression)
-            keyed[check.name] = key
-    label = {key: f"m{i}" for i, key in enumerate(["rows", *[k for k in measures if k != "rows"]])}
-    measures.setdefault("rows", sa.func.count())
-    aggregate = sa.select(*(measures[k].label(label[k]) for k in label)).select_from(table)
-    row_count: int | None = None
-    values: dict[str, Any] = {}
-    aggregate_sql = render(aggregate, engine)
-    aggregate_error: str | None = None
-    try:
-        with read_only(engine, timeout_seconds) as connection:
-            row = connection.execute(aggregate).one()
-        values = {k: row._mapping[label[k]] for k in label}
-        row_count = int(values["rows"])
-    except Exception as exc:  # any failure: these checks fail with the error, others still run
-        aggregate_error = scrub(f"{type(exc).__name__}: {exc}", secrets)
+    def failure(check: CheckPlan, exc: BaseException, sql: str | None = None) -> CheckResult:
+        text = str(exc) if isinstance(exc, Unmeasurable) else f"{type(exc).__name__}: {exc}"
+        return result(check, passed=False, error=scrub(text, secrets), sql=sql)
 
+    runnable = []
     for check in checks:
-        if check.name in keyed:
-            if aggregate_error:
-                results[check.name] = result(check, passed=False, error=aggregate_error, sql=aggregate_sql)
-                continue
-            observed = values[keyed[check.name]]
-            if check.kind == "freshness":
-                age = _age_seconds(observed, now)
-                results[check.name] = result(check, passed=check.passes(age), observed=age, row_count=row_count,
-                                             sql=aggregate_sql, details={"newest": _jsonable(observed)})
-                continue
-            count = int(observed or 0)
-            measured: Any = percent_of(count, row_count or 0) if check.unit == "percent" else count
-            results[check.name] = result(check, passed=check.passes(measured), observed=measured,
-                                         row_count=row_count, sql=aggregate_sql,
-                                         details={"count": count} if check.unit == "percent" else {})
+        if check.params.get("refusal"):  # refused when compiled: this clause fails, the others run
+            results[check.name] = result(check, passed=False, error=f"not run: {check.params['refusal']}",
+                                         sql=str(check.params.get("query") or "") or None)
+        elif check.kind not in KINDS:
+            results[check.name] = result(check, passed=False, error=f"no engine for check kind {check.kind!r}")
         else:
-            results[check.name] = _run_own_query(check, obj, table, engine, schema, result, row_count,
-                                                 timeout_seconds, secrets)
-    for check in checks:
-        if not results[check.name].passed and results[check.name].error is None:
-            _add_samples(check, results[check.name], obj, table, engine, schema, timeout_seconds, secrets)
+            runnable.append(check)
+
+    try:
+        columns = sorted({c for check in runnable if check.kind != "schema" for c in _named_columns(check)})
+        scope = Scope(obj, table_for(obj.physical_name, schema, columns, engine.dialect.identifier_preparer),
+                      engine.dialect.name, schema, engine.dialect.identifier_preparer, now)
+    except Exception as exc:  # a name this dialect cannot quote: every check says so
+        return [results.get(c.name) or failure(c, exc) for c in checks]
+
+    aggregated = [c for c in runnable if uses_aggregate(c)]
+    values, row_count, aggregate_sql, errors = _aggregate(aggregated, scope, engine, timeout_seconds)
+    for check in runnable:
+        kind = KINDS[check.kind]
+        judge = kind.judge or judge_count
+        sql = aggregate_sql if check in aggregated else None
+        try:
+            if check in aggregated:
+                key = kind.measure(check, scope)[0]
+                if key in errors:
+                    raise errors[key]
+                raw = values[key]
+            else:
+                with read_only(engine, timeout_seconds) as connection:
+                    try:
+                        raw = kind.evaluate(check, scope, connection)
+                    finally:
+                        sql = _last_sql(connection) or sql
+            verdict = judge(check, raw, row_count, scope)
+        except Exception as exc:  # one check's exception is that check's failed result
+            outcome = failure(check, exc, sql)
+            if kind.hint and not isinstance(exc, (Unmeasurable, *_TRANSIENT)):
+                outcome.error = f"{kind.hint.format(**check.params)}: {outcome.error}"
+            results[check.name] = outcome
+            continue
+        results[check.name] = result(check, passed=verdict.passed, observed=verdict.observed, row_count=row_count,
+                                     sql=sql, error=verdict.error, details=verdict.details)
+
+    for check in runnable:
+        outcome = results[check.name]
+        if not outcome.passed and outcome.error is None:
+            _add_samples(check, outcome, scope, engine, timeout_seconds, secrets)
     return [results[c.name] for c in checks]
 
 
-def _add_samples(check, result: CheckResult, obj, table, engine, schema, timeout_seconds, secrets) -> None:
-    """Only after a failure: a few offending values, never of a classified column."""
-    columns = [c for c in ([check.params.get("column")] + list(check.params.get("columns") or [])) if c]
-    if not columns:
-        return
-    if any((obj.column(c) is not None and obj.column(c).classified) for c in columns):
-        result.details["samples_withheld"] = "the column is classified; sample values are never fetched"
-        return
-    if check.kind == "relationship":
-        target = table_for(check.params["target_table"], schema, check.params["target_columns"])
-        source = table_for(obj.physical_name, schema, check.params["columns"])
-        statement = orphan_samples(source, check.params["columns"], target, check.params["target_columns"],
-                                   SAMPLE_LIMIT)
-    else:
-        statement = samples_query(check, table, engine.dialect.name, SAMPLE_LIMIT)
-    if statement is None:
-        return
+def _named_columns(check: CheckPlan) -> list[str]:
+    return [c for c in [check.params.get("column"), *(check.params.get("columns") or [])]
+            if isinstance(c, str) and c]
+
+
+_TRANSIENT = (StatementTimeout, sa.exc.OperationalError, sa.exc.InterfaceError)
+
+
+def _aggregate(checks: list[CheckPlan], scope: Scope, engine: sa.Engine, timeout_seconds: float
+               ) -> tuple[dict[str, Any], int | None, str, dict[str, Exception]]:
+    """The one scan: every measure of the table as a column of one SELECT, each shared measure once.
+
+    If that statement fails for a reason of its own (a type a measure cannot apply to, a bad
+    pattern), each measure runs alone, so the one at fault fails and the others still report;
+    a timeout or a lost server fails them all at once (running them again would only repeat it).
+    Returns (values by measure key, row count, SQL, errors by measure key)."""
+    measures: dict[str, Any] = {"rows": sa.func.count()}
+    for check in checks:
+        key, expression = KINDS[check.kind].measure(check, scope)
+        measures.setdefault(key, expression)
+    labels = {key: f"m{i}" for i, key in enumerate(measures)}
+    statement = sa.select(*(measures[k].label(labels[k]) for k in measures)).select_from(scope.table)
+    sql = render(statement, engine)
     try:
+        with read_only(engine, timeout_seconds) as connection:
+            row = connection.execute(statement).one()
+        values = {k: row._mapping[labels[k]] for k in measures}
+        return values, int(values["rows"]), sql, {}
+    except _TRANSIENT as exc:
+        return {}, None, sql, dict.fromkeys(measures, exc)
+    except Exception as exc:
+        if len(measures) == 1:
+            return {}, None, sql, {"rows": exc}
+        first = exc
+    values, errors = {}, {}
+    for key, expression in measures.items():  # the table itself first: if it fails, all do
+        if errors.get("rows") is not None:
+            errors[key] = errors["rows"]
+            continue
+        try:
+            with read_only(engine, timeout_seconds) as connection:
+                values[key] = connection.execute(sa.select(expression).select_from(scope.table)).scalar()
+        except Exception as exc:  # noqa: PERF203 - each measure on its own, by design
+            errors[key] = exc if key != "rows" else first
+    rows = values.get("rows")
+    return values, int(rows) if rows is not None else None, sql, errors
+
+
+def _last_sql(connection: sa.Connection) -> str | None:
+    return connection.info.pop(LAST_SQL, None)
+
+
+def _add_samples(check: CheckPlan, result: CheckResult, scope: Scope, engine: sa.Engine, timeout_seconds: float,
+                 secrets: list[str]) -> None:
+    """Only after a failure: a few offending values, never of a classified column. Samples are a
+    courtesy: whatever goes wrong here never changes the verdict."""
+    kind = KINDS[check.kind]
+    try:
+        columns = kind.sample_columns(check)
+        if not columns or kind.samples is None:
+            return
+        if any((scope.obj.column(c) is not None and scope.obj.column(c).classified) for c in columns):
+            result.details["samples_withheld"] = "the column is classified; sample values are never fetched"
+            return
+        statement = kind.samples(check, scope, SAMPLE_LIMIT)
+        if statement is None:
+            return
         with read_only(engine, timeout_seconds) as connection:
             rows = connection.execute(statement).fetchall()
         result.samples = [_jsonable(r[0]) if len(r) == 1 else [_jsonable(v) for v in r] for r in rows]
-    except Exception as exc:  # samples are a courtesy: their failure never changes the verdict
-        result.details["samples_error"] = scrub(f"{type(exc).__name__}: {exc}", secrets)
-
-
-def _run_own_query(check, obj, table, engine, schema, result, row_count, timeout_seconds, secrets) -> CheckResult:
-    statement: Any = None
-    try:
-        if check.kind == "schema":
-            return _schema_check(check, obj, engine, schema, result, timeout_seconds)
-        if check.kind in ("primary_key", "duplicate_values"):
-            statement = compound_duplicates(table, check.params["columns"], count_nulls=check.kind == "primary_key")
-        elif check.kind == "relationship":
-            target = table_for(check.params["target_table"], schema, check.params["target_columns"])
-            source = table_for(obj.physical_name, schema, check.params["columns"])
-            statement = orphans(source, check.params["columns"], target, check.params["target_columns"])
-        elif check.kind == "sql":
-            if check.params.get("refusal"):  # refused when compiled: this clause fails, the others run
-                return result(check, passed=False, error=f"not run: {check.params['refusal']}",
-                              sql=str(check.params.get("query") or ""))
-            preparer = engine.dialect.identifier_preparer
-            qualified = ".".join(preparer.quote(p) for p in ([schema] if schema and "." not in obj.physical_name
-                                                             else []) + obj.physical_name.split("."))
-            column = preparer.quote(check.params["column"]) if check.params.get("column") else None
-            verdict = judge_sql_rule(str(check.params["query"]), dialect=_sqlglot_dialect(engine),
-                                     table=qualified, column=column)
-            if verdict.refusal or verdict.unresolved:
-                return result(check, passed=False, error=f"not run: {verdict.refusal or verdict.unresolved}",
-                              sql=verdict.sql)
-            statement = sa.text(verdict.sql)
-        else:
-            return result(check, passed=False, error=f"no measure for check kind {check.kind!r}")
-        with read_only(engine, timeout_seconds) as connection:
-            rows = connection.execute(statement).fetchall()
-        value = rows[0][0] if rows and len(rows[0]) else None
-        if isinstance(value, bool):
-            value = int(value)
-        observed = float(value) if value is not None and not isinstance(value, int) else value
-        if check.unit == "percent" and observed is not None and check.kind != "sql":
-            observed = percent_of(observed, row_count or 0)
-        sql = statement.text if isinstance(statement, sa.TextClause) else render(statement, engine)
-        return result(check, passed=check.passes(observed), observed=observed, row_count=row_count, sql=sql,
-                      error=None if observed is not None else "the query returned NULL or no row")
     except Exception as exc:
-        sql = None
-        if statement is not None:
-            sql = statement.text if isinstance(statement, sa.TextClause) else render(statement, engine)
-        return result(check, passed=False, error=scrub(f"{type(exc).__name__}: {exc}", secrets), sql=sql)
-
-
-def _sqlglot_dialect(engine: sa.Engine) -> str | None:
-    return {"postgresql": "postgres", "duckdb": "duckdb", "sqlite": "sqlite", "mysql": "mysql"}.get(
-        engine.dialect.name)
-
-
-_TYPE_SPELLINGS = {
-    "int4": "integer", "int": "integer", "int32": "integer", "int8": "bigint", "int64": "bigint", "long": "bigint",
-    "int2": "smallint", "float8": "double", "double precision": "double", "float4": "real", "float": "double",
-    "numeric": "decimal", "bool": "boolean", "character varying": "varchar", "string": "varchar", "text": "varchar",
-    "timestamp without time zone": "timestamp", "timestamptz": "timestamp with time zone",
-    "timestamp with time zone": "timestamp with time zone",
-}
-
-
-def normalise_type(text: str) -> str:
-    """`int4`/`INTEGER`, `varchar(2)`/`VARCHAR(2)`, `numeric(12,2)`/`DECIMAL(12,2)` compare equal."""
-    lowered = re.sub(r"\s+", " ", str(text).strip().lower())
-    match = re.match(r"^([a-z0-9 ]+?)\s*(\(.*\))?$", lowered)
-    if not match:
-        return lowered
-    base, args = match.group(1).strip(), (match.group(2) or "").replace(" ", "")
-    return _TYPE_SPELLINGS.get(base, base) + args
-
-
-def same_type(real: str, declared: str) -> bool:
-    """Equal after normalising; arguments count only when both sides have them, because some
-    warehouses drop them (DuckDB keeps no VARCHAR length)."""
-    a, b = normalise_type(real), normalise_type(declared)
-    if a == b:
-        return True
-    return ("(" not in a or "(" not in b) and a.split("(")[0] == b.split("(")[0]
-
-
-def _schema_check(check, obj, engine, schema, result, timeout_seconds) -> CheckResult:
-    parts = obj.physical_name.split(".")
-    table_schema = ".".join(parts[:-1]) if len(parts) > 1 else schema
-    with read_only(engine, timeout_seconds) as connection:  # the catalog read gets the same limits
-        inspector = sa.inspect(connection)
-        actual = {c["name"].lower(): c for c in inspector.get_columns(parts[-1], schema=table_schema)}
-    missing, mismatched = [], []
-    declared = set()
-    for column in check.params["columns"]:
-        declared.add(column["name"].lower())
-        found = actual.get(column["name"].lower())
-        if found is None:
-            missing.append(column["name"])
-        elif column.get("physical_type"):
-            real = found["type"].compile(dialect=engine.dialect)
-            if not same_type(real, column["physical_type"]):
-                mismatched.append(f"{column['name']}: declared {column['physical_type']}, found {real}")
-    extra = sorted(name for name in actual if name not in declared)
-    observed = len(missing) + len(mismatched)
-    return result(check, passed=observed == 0, observed=observed,
-                  details={"missing": missing, "type_mismatches": mismatched, "undeclared_columns": extra},
-                  error=None if actual else "the table has no columns or does not exist")
+        result.details["samples_error"] = scrub(f"{type(exc).__name__}: {exc}", secrets)

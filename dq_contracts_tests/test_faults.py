@@ -142,8 +142,9 @@ def test_a_sql_rule_returning_null_fails(warehouse, tmp_path):
     plan, _ = plan_of(tmp_path, doc)
     with Warehouses(environ) as warehouses:
         results = {r.name: r for r in run_contract(plan, warehouses)}
-    for name in ("max_of_nothing", "no_row"):
-        assert not results[name].passed and "NULL" in results[name].error and results[name].observed is None
+    for name, said in (("max_of_nothing", "returned NULL"), ("no_row", "exactly one row of one column; this one "
+                                                                         "returned no row")):
+        assert not results[name].passed and said in results[name].error and results[name].observed is None
 
 
 def test_percent_thresholds_on_an_empty_table(warehouse, tmp_path):

@@ -1,0 +1,375 @@
+"""The engine side of the clause table: one row per check kind, from plan to SQL to verdict.
+
+Each `Kind` says how its checks are measured (a column of the table's one aggregate scan, or work
+of its own on the connection), which columns its samples would show, how those samples are
+fetched, and how the verdict is reached. The runner knows nothing of any kind: it dispatches
+through `KINDS`. Adding a kind means adding its row here (and its compiler function and cases).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import sqlalchemy as sa
+from sqlalchemy.sql.elements import ColumnElement
+
+from dq_contracts.plans import CheckPlan, ObjectPlan, percent_of
+from dq_contracts.sql import (
+    compound_duplicates,
+    orphan_samples,
+    orphans,
+    qualified_parts,
+    regex_match,
+    render,
+    table_for,
+)
+from dq_contracts.schema_check import MissingTable, differences
+from dq_contracts.sqlrules import judge_sql_rule
+
+# A newest value up to this far ahead of the clock is clock skew between hosts, not bad data.
+FUTURE_TOLERANCE_SECONDS = 300
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The object being checked, as every kind's functions see it."""
+
+    obj: ObjectPlan
+    table: sa.TableClause  # the object's table, with every column the selected checks name
+    dialect: str
+    schema: str | None
+    preparer: Any  # the dialect's identifier preparer
+    now: dt.datetime
+
+    def other_table(self, physical_name: str, columns: list[str]) -> sa.TableClause:
+        return table_for(physical_name, self.schema, columns, self.preparer)
+
+
+@dataclass
+class Verdict:
+    passed: bool
+    observed: Any = None
+    error: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class Unmeasurable(Exception):
+    """The measurement cannot be judged (its message says why); the check fails with it."""
+
+
+Measure = Callable[[CheckPlan, Scope], tuple[str, ColumnElement]]
+Evaluate = Callable[[CheckPlan, Scope, sa.Connection], Any]
+Samples = Callable[[CheckPlan, Scope, int], sa.Select | None]
+Judge = Callable[[CheckPlan, Any, "int | None", Scope], Verdict]
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    measure: Measure | None = None  # a column of the one aggregate scan, keyed so equal measures are shared
+    evaluate: Evaluate | None = None  # or a query (or catalog read) of its own
+    judge: Judge | None = None  # default: judge_count
+    sample_columns: Callable[[CheckPlan], list[str]] = lambda check: []  # noqa: E731
+    samples: Samples | None = None
+    hint: str = ""  # said before a database error, to name the likely cause (formatted with the params)
+
+
+# --- verdicts -------------------------------------------------------------------------------------
+
+def judge_count(check: CheckPlan, value: Any, rows: int | None, scope: Scope) -> Verdict:
+    """A count of offending rows (or tuples), compared as rows or as a percent of all rows."""
+    if value is None:
+        raise Unmeasurable("the measurement came back NULL")
+    count = int(value)
+    if check.unit != "percent":
+        return Verdict(check.passes(count), count)
+    if rows is None:  # never a percent of a row count that was not measured
+        raise Unmeasurable("the table's row count could not be measured, so no percent can be computed")
+    measured = percent_of(count, rows)
+    return Verdict(check.passes(measured), measured, details={"count": count})
+
+
+def judge_freshness(check: CheckPlan, age: Any, rows: int | None, scope: Scope) -> Verdict:
+    if age is None:
+        raise Unmeasurable(f"{check.params['column']} holds no value (an empty table, or every value NULL): "
+                           "its freshness cannot be judged")
+    age = float(age)
+    newest = scope.now - dt.timedelta(seconds=age)
+    details: dict[str, Any] = {"newest_utc": newest.isoformat(timespec="seconds")}
+    column = scope.obj.column(check.params["column"])
+    if column is not None and column.classified:
+        details = {"newest_withheld": "the column is classified; its values are never shown"}
+    if age < -FUTURE_TOLERANCE_SECONDS:  # one row dated 2099 must not hide a table that stopped loading
+        return Verdict(False, age, error=f"the newest value of {check.params['column']} lies {-age:.0f} s in the "
+                       f"future (more than the {FUTURE_TOLERANCE_SECONDS} s allowed for clock skew): freshness "
+                       "cannot be judged", details=details)
+    return Verdict(check.passes(max(age, 0.0)), max(age, 0.0), details=details)
+
+
+def judge_scalar(check: CheckPlan, value: Any, rows: int | None, scope: Scope) -> Verdict:
+    """A SQL rule's single value, compared as it is (a NULL never passes)."""
+    if value is None:
+        raise Unmeasurable("the query returned NULL")
+    if isinstance(value, bool):
+        value = int(value)
+    observed = value if isinstance(value, int) else float(value)
+    return Verdict(check.passes(observed), observed)
+
+
+def judge_schema(check: CheckPlan, differences: dict[str, Any], rows: int | None, scope: Scope) -> Verdict:
+    """Missing columns and type mismatches fail; undeclared or nullable columns are information."""
+    broken = sum(len(differences[k]) for k in ("missing", "type_mismatches", "logical_type_mismatches"))
+    return Verdict(broken == 0, broken, details=differences)
+
+
+# --- measures of the one aggregate ----------------------------------------------------------------
+
+def _column(check: CheckPlan, scope: Scope) -> ColumnElement:
+    return scope.table.c[check.params["column"]]
+
+
+def _count_where(condition: ColumnElement) -> ColumnElement:
+    return sa.func.count(sa.case((condition, 1)))
+
+
+def _typed_bound(check: CheckPlan, value: Any) -> ColumnElement:
+    logical = check.params.get("logical_type")
+    if logical == "date":
+        return sa.cast(sa.bindparam(None, str(value), type_=sa.String), sa.Date)
+    if logical in ("timestamp", "time"):
+        return sa.cast(sa.bindparam(None, str(value), type_=sa.String), sa.DateTime)
+    return sa.bindparam(None, value)
+
+
+def _range(check: CheckPlan, scope: Scope) -> ColumnElement:
+    p, col = check.params, _column(check, scope)
+    bound = _typed_bound(check, p["bound"])
+    if p["lower"]:
+        return col <= bound if p["strict"] else col < bound
+    return col >= bound if p["strict"] else col > bound
+
+
+def _length(check: CheckPlan, scope: Scope) -> ColumnElement:
+    length = sa.func.length(_column(check, scope))
+    return length < check.params["bound"] if check.params["lower"] else length > check.params["bound"]
+
+
+def _pattern(check: CheckPlan, scope: Scope) -> ColumnElement:
+    col = _column(check, scope)
+    return sa.and_(col.is_not(None), sa.not_(regex_match(col, check.params["pattern"], scope.dialect)))
+
+
+def _accepted(check: CheckPlan, scope: Scope) -> ColumnElement:
+    col = _column(check, scope)
+    return sa.and_(col.is_not(None), col.not_in(check.params["values"]))
+
+
+def _missing(check: CheckPlan, scope: Scope) -> ColumnElement:
+    col, values = _column(check, scope), check.params["values"]
+    present = [v for v in values if v is not None]
+    conditions = [col.in_(present)] if present else []
+    if None in values:
+        conditions.append(col.is_(None))
+    return sa.or_(*conditions)
+
+
+def _invalid(check: CheckPlan, scope: Scope) -> ColumnElement:
+    p, col = check.params, _column(check, scope)
+    invalid = []
+    if p.get("valid_values") is not None:
+        invalid.append(col.not_in(p["valid_values"]))
+    if p.get("pattern") is not None:
+        invalid.append(sa.not_(regex_match(col, p["pattern"], scope.dialect)))
+    return sa.and_(col.is_not(None), sa.or_(*invalid))
+
+
+def _multiple(check: CheckPlan, scope: Scope) -> ColumnElement:
+    divisor = sa.cast(sa.bindparam(None, str(check.params["divisor"]), type_=sa.String), sa.Numeric(38, 10))
+    return sa.cast(_column(check, scope), sa.Numeric(38, 10)) % divisor != 0
+
+
+# The identity of each row-level measure: two checks with the same key share one column.
+_IDENTITY = {
+    "range": ("lower", "strict", "bound", "logical_type"), "length": ("lower", "bound"), "pattern": ("pattern",),
+    "accepted_values": ("values",), "missing_values": ("values",), "invalid_values": ("valid_values", "pattern"),
+    "multiple_of": ("divisor",),
+}
+
+
+def _row_level(violation: Callable[[CheckPlan, Scope], ColumnElement]) -> tuple[Measure, Samples]:
+    """A kind defined by the condition an offending row meets: counted in the aggregate, sampled by it."""
+
+    def measure(check: CheckPlan, scope: Scope) -> tuple[str, ColumnElement]:
+        key = ":".join([check.kind, check.params["column"], *(repr(check.params.get(k))
+                                                               for k in _IDENTITY[check.kind])])
+        return key, _count_where(violation(check, scope))
+
+    def samples(check: CheckPlan, scope: Scope, limit: int) -> sa.Select:
+        col = _column(check, scope)
+        return sa.select(col).where(violation(check, scope)).group_by(col).order_by(col).limit(limit)
+
+    return measure, samples
+
+
+def _nulls(check: CheckPlan, scope: Scope) -> tuple[str, ColumnElement]:
+    col = _column(check, scope)
+    return f"nulls:{check.params['column']}", sa.func.count() - sa.func.count(col)
+
+
+def _rows(check: CheckPlan, scope: Scope) -> tuple[str, ColumnElement]:
+    return "rows", sa.func.count()
+
+
+def _single(check: CheckPlan) -> str | None:
+    columns = check.params.get("columns") or []
+    return columns[0] if len(columns) == 1 else None
+
+
+def _duplicates(check: CheckPlan, scope: Scope) -> tuple[str, ColumnElement]:
+    col = scope.table.c[_single(check)]
+    extra = sa.func.count(col) - sa.func.count(sa.distinct(col))
+    if check.kind == "primary_key":  # a key also has no NULL
+        return f"pk:{_single(check)}", (sa.func.count() - sa.func.count(col)) + extra
+    return f"dups:{_single(check)}", extra
+
+
+def _duplicate_samples(check: CheckPlan, scope: Scope, limit: int) -> sa.Select | None:
+    if _single(check) is None:
+        return None
+    col = scope.table.c[_single(check)]
+    return sa.select(col).where(col.is_not(None)).group_by(col).having(sa.func.count() > 1).order_by(col).limit(limit)
+
+
+def _age(check: CheckPlan, scope: Scope) -> tuple[str, ColumnElement]:
+    """Seconds between the run's moment and the newest value, computed in the database: a naive
+    timestamp counts as UTC whatever the session's time zone (its epoch is taken as written)."""
+    # EXTRACT(EPOCH) of a timestamp without time zone is its nominal epoch (as if UTC), of a date its
+    # midnight UTC, of a timestamp with time zone the instant itself: on PostgreSQL and DuckDB alike
+    epoch = sa.extract("epoch", sa.func.max(_column(check, scope)))
+    now = sa.bindparam(None, scope.now.timestamp(), type_=sa.Float)
+    return f"age:{check.params['column']}", now - epoch
+
+
+# --- kinds with work of their own -----------------------------------------------------------------
+
+LAST_SQL = "dq_contracts_last_sql"  # connection.info key: the SQL a kind ran, shown with its result
+
+
+def execute(connection: sa.Connection, statement: Any) -> sa.CursorResult:
+    """Run a statement, remembering its SQL for people to read (values rendered)."""
+    connection.info[LAST_SQL] = statement.text if isinstance(statement, sa.TextClause) else render(
+        statement, connection.engine)
+    return connection.execute(statement)
+
+
+def _compound(check: CheckPlan, scope: Scope, connection: sa.Connection) -> Any:
+    statement = compound_duplicates(scope.table, check.params["columns"], count_nulls=check.kind == "primary_key")
+    return execute(connection, statement).scalar()
+
+
+def _relationship_tables(check: CheckPlan, scope: Scope) -> tuple[sa.TableClause, sa.TableClause]:
+    target = scope.other_table(check.params["target_table"], check.params["target_columns"])
+    source = scope.other_table(scope.obj.physical_name, check.params["columns"])
+    return source, target
+
+
+def _relationship(check: CheckPlan, scope: Scope, connection: sa.Connection) -> Any:
+    source, target = _relationship_tables(check, scope)
+    return execute(connection, orphans(source, check.params["columns"], target,
+                                       check.params["target_columns"])).scalar()
+
+
+def _relationship_samples(check: CheckPlan, scope: Scope, limit: int) -> sa.Select:
+    source, target = _relationship_tables(check, scope)
+    return orphan_samples(source, check.params["columns"], target, check.params["target_columns"], limit)
+
+
+SQLGLOT_DIALECTS = {"postgresql": "postgres", "duckdb": "duckdb", "sqlite": "sqlite", "mysql": "mysql"}
+
+
+def _sql_rule(check: CheckPlan, scope: Scope, connection: sa.Connection) -> Any:
+    """A contract's raw SELECT, judged read-only again with this server's quoting; it must answer
+    exactly one value."""
+    quote = scope.preparer.quote
+    qualified = ".".join(quote(p) for p in qualified_parts(scope.obj.physical_name, scope.schema))
+    column = quote(check.params["column"]) if check.params.get("column") else None
+    verdict = judge_sql_rule(str(check.params["query"]), dialect=SQLGLOT_DIALECTS.get(scope.dialect),
+                             table=qualified, column=column)
+    if verdict.refusal or verdict.unresolved:
+        raise Unmeasurable(f"not run: {verdict.refusal or ', '.join(verdict.unresolved)}")
+    rows = execute(connection, sa.text(verdict.sql)).fetchmany(2)
+    if len(rows) != 1 or len(rows[0]) != 1:
+        shape = "no row" if not rows else ("several rows" if len(rows) > 1 else f"{len(rows[0])} columns")
+        raise Unmeasurable(f"a SQL rule must return exactly one row of one column; this one returned {shape}")
+    return rows[0][0]
+
+
+def _catalog(check: CheckPlan, scope: Scope, connection: sa.Connection) -> dict[str, Any]:
+    try:
+        return differences(check, scope, connection)
+    except MissingTable as exc:
+        raise Unmeasurable(str(exc)) from exc
+
+
+def _columns_of(check: CheckPlan) -> list[str]:
+    return [c for c in [check.params.get("column"), *(check.params.get("columns") or [])]
+            if isinstance(c, str) and c]
+
+
+def _one_column(check: CheckPlan) -> list[str]:
+    column = check.params.get("column")
+    return [column] if isinstance(column, str) and column else []
+
+
+_RANGE = _row_level(_range)
+_LENGTH = _row_level(_length)
+_PATTERN = _row_level(_pattern)
+_ACCEPTED = _row_level(_accepted)
+_MISSING = _row_level(_missing)
+_INVALID = _row_level(_invalid)
+_MULTIPLE = _row_level(_multiple)
+
+
+def _keyed(kind: str) -> Kind:
+    """unique, primary_key, duplicate_values: one column in the aggregate, several in a query of their own."""
+    evaluate = _compound
+
+    def measure(check: CheckPlan, scope: Scope) -> tuple[str, ColumnElement]:
+        return _duplicates(check, scope)
+
+    return Kind(kind, measure=measure, evaluate=evaluate, sample_columns=_columns_of, samples=_duplicate_samples)
+
+
+KINDS: dict[str, Kind] = {k.name: k for k in [
+    Kind("schema", evaluate=_catalog, judge=judge_schema),
+    Kind("not_null", measure=_nulls),
+    Kind("null_values", measure=_nulls),
+    _keyed("unique"),
+    _keyed("primary_key"),
+    _keyed("duplicate_values"),
+    Kind("range", measure=_RANGE[0], samples=_RANGE[1], sample_columns=_one_column),
+    Kind("length", measure=_LENGTH[0], samples=_LENGTH[1], sample_columns=_one_column),
+    Kind("pattern", measure=_PATTERN[0], samples=_PATTERN[1], sample_columns=_one_column),
+    Kind("accepted_values", measure=_ACCEPTED[0], samples=_ACCEPTED[1], sample_columns=_one_column),
+    Kind("missing_values", measure=_MISSING[0], samples=_MISSING[1], sample_columns=_one_column),
+    Kind("invalid_values", measure=_INVALID[0], samples=_INVALID[1], sample_columns=_one_column),
+    Kind("multiple_of", measure=_MULTIPLE[0], samples=_MULTIPLE[1], sample_columns=_one_column,
+         hint="multipleOf needs a numeric column, and {column} could not be read as a number"),
+    Kind("row_count", measure=_rows),
+    Kind("freshness", measure=_age, judge=judge_freshness,
+         hint="freshness needs a date or timestamp column, and {column} could not be read as one"),
+    Kind("relationship", evaluate=_relationship, sample_columns=_columns_of, samples=_relationship_samples),
+    Kind("sql", evaluate=_sql_rule, judge=judge_scalar),
+]}
+
+
+def uses_aggregate(check: CheckPlan) -> bool:
+    """Keyed kinds of one column are a column of the aggregate; of several, a query of their own."""
+    kind = KINDS[check.kind]
+    if kind.measure is None:
+        return False
+    if kind.evaluate is _compound:
+        return _single(check) is not None
+    return True

@@ -1,0 +1,115 @@
+"""The schema check: the object's declared columns against the catalog, as one readable difference.
+
+Fails on a declared column that is missing, a declared `physicalType` that differs (after each
+dialect's spelling is normalised), or, where no `physicalType` is declared, a `logicalType` whose
+category the column's type is not of (an `integer` stored as VARCHAR, a `date` stored as text).
+Undeclared columns, and `required: true` on a column the catalog says is nullable, are reported
+as information: they never fail the check.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+
+if TYPE_CHECKING:
+    from dq_contracts.kinds import Scope
+
+_TYPE_SPELLINGS = {
+    "int4": "integer", "int": "integer", "int32": "integer", "int8": "bigint", "int64": "bigint", "long": "bigint",
+    "int2": "smallint", "float8": "double", "double precision": "double", "float4": "real", "float": "double",
+    "numeric": "decimal", "bool": "boolean", "character varying": "varchar", "string": "varchar", "text": "varchar",
+    "timestamp without time zone": "timestamp", "timestamptz": "timestamp with time zone",
+    "timestamp with time zone": "timestamp with time zone",
+}
+
+# ODCS logicalType → the SQLAlchemy type families a column of that logical type may have
+LOGICAL_CATEGORIES: dict[str, tuple[type, ...]] = {
+    "integer": (sa.Integer,),
+    "number": (sa.Numeric, sa.Integer),  # Float is a Numeric
+    "string": (sa.String, sa.Uuid),  # Enum and Text are Strings
+    "boolean": (sa.Boolean,),
+    "date": (sa.Date, sa.DateTime),
+    "timestamp": (sa.DateTime, sa.Date),
+    "time": (sa.Time,),
+}
+_KNOWN_FAMILIES = (sa.Integer, sa.Numeric, sa.String, sa.Uuid, sa.Boolean, sa.Date, sa.DateTime, sa.Time)
+
+
+def normalise_type(text: str) -> str:
+    """`int4`/`INTEGER`, `varchar(2)`/`VARCHAR(2)`, `numeric(12,2)`/`DECIMAL(12,2)` compare equal."""
+    lowered = re.sub(r"\s+", " ", str(text).strip().lower())
+    match = re.match(r"^([a-z0-9 ]+?)\s*(\(.*\))?$", lowered)
+    if not match:
+        return lowered
+    base, args = match.group(1).strip(), (match.group(2) or "").replace(" ", "")
+    return _TYPE_SPELLINGS.get(base, base) + args
+
+
+def same_type(real: str, declared: str) -> bool:
+    """Equal after normalising; arguments count only when both sides have them, because some
+    warehouses drop them (DuckDB keeps no VARCHAR length)."""
+    a, b = normalise_type(real), normalise_type(declared)
+    if a == b:
+        return True
+    return ("(" not in a or "(" not in b) and a.split("(")[0] == b.split("(")[0]
+
+
+def logical_mismatch(logical_type: Any, real: sa.types.TypeEngine) -> bool:
+    """True when the column's type is of a known family that the logical type does not allow."""
+    allowed = LOGICAL_CATEGORIES.get(str(logical_type or "").strip().lower())
+    if allowed is None or not isinstance(real, _KNOWN_FAMILIES):
+        return False  # object, array, an unknown type: nothing portable to compare
+    return not isinstance(real, allowed)
+
+
+class MissingTable(Exception):
+    """The table is not in the catalog."""
+
+
+def read_catalog(scope: Scope, connection: sa.Connection) -> dict[str, dict[str, Any]]:
+    from dq_contracts.sql import qualified_parts
+
+    *prefix, name = qualified_parts(scope.obj.physical_name, scope.schema)
+    inspector = sa.inspect(connection)
+    try:
+        columns = inspector.get_columns(name, schema=".".join(prefix) or None)
+    except sa.exc.NoSuchTableError:
+        columns = []
+    if not columns:
+        raise MissingTable(f"table {'.'.join([*prefix, name])} does not exist (or has no columns)")
+    return {str(c["name"]).lower(): c for c in columns}
+
+
+def differences(check: Any, scope: Scope, connection: sa.Connection) -> dict[str, Any]:
+    actual = read_catalog(scope, connection)
+    missing: list[str] = []
+    mismatched: list[str] = []
+    logical: list[str] = []
+    nullable: list[str] = []
+    declared = set()
+    for column in check.params["columns"]:
+        name = str(column["name"])
+        declared.add(name.lower())
+        found = actual.get(name.lower())
+        if found is None:
+            missing.append(name)
+            continue
+        real = found["type"]
+        real_text = real.compile(dialect=connection.dialect)
+        if column.get("physical_type"):
+            if not same_type(real_text, str(column["physical_type"])):
+                mismatched.append(f"{name}: declared {column['physical_type']}, found {real_text}")
+        elif logical_mismatch(column.get("logical_type"), real):
+            logical.append(f"{name}: declared logicalType {column['logical_type']}, found {real_text}")
+        if column.get("required") and found.get("nullable"):
+            nullable.append(name)
+    return {
+        "missing": missing,
+        "type_mismatches": mismatched,
+        "logical_type_mismatches": logical,
+        "undeclared_columns": sorted(n for n in actual if n not in declared),
+        "required_but_nullable": nullable,
+    }
