@@ -44,7 +44,6 @@ REASONS = {
     "unsupported_option": "this logicalTypeOptions key has no check",
     "unknown_format": "a format this tool has no pattern for",
     "nested_property": "checks on nested properties are not supported",
-    "not_a_table": "the object is not a table or view",
     "no_sql_server": "none of the contract's servers is a SQL database",
     "no_columns": "the object declares no columns",
     "needs_property": "the metric needs a property (column)",
@@ -65,7 +64,6 @@ SQL_SERVER_TYPES = {
     "databricks", "trino", "presto", "oracle", "clickhouse", "vertica", "db2", "athena", "synapse",
     "cloudsql", "hive", "impala", "sqlite", "exasol", "teradata", "hana", "denodo", "dremio",
 }
-TABLE_TYPES = {"table", "view", "materialized view", "materialized_view", "materializedview"}
 
 # Time units for SLA latency, in seconds. A bare `m` is refused: it means minutes in some tools
 # and months in others.
@@ -178,6 +176,15 @@ class Clause:
             rule_name=str(explicit) if explicit else None,
         )
 
+    def fails(self, kind: str, suffix: str, description: str, reason: str, parts: list | None = None,
+              severity: str = "error", **kwargs: Any) -> CheckPlan:
+        """A clause that cannot run as written: a problem for `validate`, and a check that fails with
+        the reason, so the rest of the contract still runs and nothing passes without having looked.
+        `severity="warning"` where the official schema accepts the document (so `validate` agrees)."""
+        self.contract.problem(parts or self.parts, reason, severity, scope="clause")
+        check = self.check(kind, suffix, f"{description} (cannot run: it will fail)", **kwargs)
+        return replace(check, params={**check.params, "refusal": reason})
+
     def skip(self, code: str, detail: str = "") -> NotEnforced:
         reason = REASONS[code] + (f": {detail}" if detail else "")
         return NotEnforced(self.pointer, code, reason, self.object_name)
@@ -287,6 +294,13 @@ def _relationship(c: Clause) -> Outcome:
     resolved = [c.contract.resolve_column(str(t)) for t in targets or []]
     if not resolved or any(r is None for r in resolved) or len({r[0] for r in resolved}) != 1:
         return c.skip("target_elsewhere", f"{rel.get('to')!r}")
+    missing = [str(t) for t, r in zip(targets, resolved) if not r[1]]
+    if missing or not all(resolved_sources):
+        what = ", ".join(repr(m) for m in missing) if missing else "its source column"
+        return c.fails("relationship", "references_" + dagster_name(resolved[0][0]),
+                       f"{c.object_name} references {resolved[0][0]}",
+                       f"relationship to {what}: {resolved[0][0]!r} declares no such column; this check "
+                       "will fail", [*c.parts, "to"], "warning")
     target_object = c.contract.object_by_name[resolved[0][0]]
     if len(resolved_sources) != len(resolved):
         return c.skip("target_elsewhere", "from and to have different lengths")
@@ -349,8 +363,11 @@ def _metric(kind: str, suffix: str, needs_column: bool, what: str) -> Callable[[
             columns = []
             for name in names:
                 found = c.contract.resolve_column(str(name), default_object=c.object_name)
-                if found is None:
-                    return c.skip("needs_property", f"{name!r} is not a declared column")
+                if found is None or not found[1]:
+                    return c.fails("duplicate_values", "duplicate_values", f"{c.where()} duplicate values",
+                                   f"duplicateValues names {name!r}, which is not a declared column of "
+                                   f"{c.object_name!r}; this check will fail", [*c.parts, "arguments", "properties"],
+                                   "warning", rule=rule, params={"columns": []})
                 columns.append(found[1])
             params["columns"] = columns
         elif needs_column and column is None:
@@ -391,10 +408,8 @@ def _sql(c: Clause) -> Outcome:
     elif verdict.refusal:
         refusal = f"SQL rule refused: {verdict.refusal}"
     if refusal:
-        # the clause fails on its own (never silently passes or vanishes); the rest of the contract runs
-        c.contract.problem(c.parts + ["query"], refusal, scope="clause")
-        return c.check("sql", "sql", f"{c.where()} SQL rule result {threshold} (refused: it will fail)",
-                       rule=rule, conditions=conditions, params={"query": rule.get("query"), "refusal": refusal})
+        return c.fails("sql", "sql", f"{c.where()} SQL rule result {threshold}", refusal, c.parts + ["query"],
+                       rule=rule, conditions=conditions, params={"query": rule.get("query")})
     return c.check("sql", "sql", f"{c.where()} SQL rule result {threshold}", rule=rule,
                    conditions=conditions, params={"query": rule.get("query")})
 
@@ -448,11 +463,33 @@ def _latency(c: Clause) -> Outcome:
     if c.prop is None:
         return c.skip("unknown_element", repr(sla.get("element")))
     seconds = float(value) * TIME_UNITS[unit]
-    plan = c.check("freshness", "freshness", f"{c.where()} latency: newest value at most {value} {unit_text} old",
-                   rule={"id": sla.get("id")} if sla.get("id") else None,
-                   conditions=(Condition("mustBeLessOrEqualTo", seconds),),
-                   params={"max_age_seconds": seconds, "logical_type": c.prop.get("logicalType")})
+    description = f"{c.where()} latency: newest value at most {value} {unit_text} old"
+    arguments = dict(rule={"id": sla.get("id")} if sla.get("id") else None,
+                     conditions=(Condition("mustBeLessOrEqualTo", seconds),),
+                     params={"max_age_seconds": seconds, "logical_type": c.prop.get("logicalType")})
+    declared = _not_temporal(c.prop)
+    if declared:
+        plan = c.fails("freshness", "freshness", description, f"the SLA element {c.column} is declared {declared}: "
+                       "freshness needs a date or timestamp column; this check will fail", [*c.parts, "element"],
+                       "warning", **arguments)
+    else:
+        plan = c.check("freshness", "freshness", description, **arguments)
     return replace(plan, dimension="timeliness")
+
+
+NOT_TEMPORAL = {"integer", "number", "boolean", "object", "array", "time", "map", "vector"}
+
+
+def _not_temporal(prop: dict) -> str | None:
+    """How a column is declared, when that declaration rules out a date or timestamp; else None
+    (undeclared, or a string whose physical type may still hold a timestamp: judged at run time)."""
+    logical = str(prop.get("logicalType") or "").strip().lower()
+    physical = str(prop.get("physicalType") or "").strip().lower()
+    if logical in NOT_TEMPORAL:
+        return f"logicalType {logical}"
+    if logical == "string" and physical and not re.search(r"date|time", physical):
+        return f"logicalType string, physicalType {physical}"
+    return None
 
 
 def _sla_other(c: Clause) -> Outcome:
@@ -615,18 +652,13 @@ def compile_contract(validated: ValidatedContract) -> tuple[ContractPlan, list[P
             if isinstance(rule, dict):
                 clauses.append(Clause(quality_kind(rule), [*base, "quality", qi], rule, obj, object_name, None, ctx))
 
-        physical_type = str(obj.get("physicalType") or "table").strip().lower()
-        blanket = None
-        if duplicate:
-            blanket = "duplicate_object"
-        elif ctx.no_sql_server:
-            blanket = "no_sql_server"
-        elif physical_type not in TABLE_TYPES:
-            blanket = "not_a_table"
+        # physicalType (table, view, file, parquet, …) is free text: it never decides on its own that
+        # nothing is checked; the server does
+        blanket = "duplicate_object" if duplicate else ("no_sql_server" if ctx.no_sql_server else None)
         checks: list[CheckPlan] = []
         for clause in clauses:
             if blanket:
-                not_enforced.append(clause.skip(blanket, "" if blanket != "not_a_table" else physical_type))
+                not_enforced.append(clause.skip(blanket))
                 continue
             if clause.kind == "nested":
                 not_enforced.append(clause.skip("nested_property"))
@@ -646,10 +678,10 @@ def compile_contract(validated: ValidatedContract) -> tuple[ContractPlan, list[P
                 if isinstance(prop, dict) and prop.get("primaryKey") is True:
                     key = Clause("primaryKey", [*base, "properties", pi, "primaryKey"], True, obj, object_name,
                                  prop, ctx)
-                    not_enforced.append(key.skip(blanket, "" if blanket != "not_a_table" else physical_type))
+                    not_enforced.append(key.skip(blanket))
         if duplicate:
             continue  # the first object of that name keeps it
-        check_index[object_name] = checks = _unique_names(checks)
+        check_index[object_name] = checks  # names are made unique once, at the end
         objects.append(_object_plan(obj, object_name, base, checks))
 
     # SLA properties
@@ -665,19 +697,16 @@ def compile_contract(validated: ValidatedContract) -> tuple[ContractPlan, list[P
             obj_name, prop = target if target else (None, None)
             obj = ctx.object_by_name.get(obj_name) if obj_name else None
             clause = Clause("sla:latency", parts, sla, obj or {}, obj_name or "", prop, ctx)
-            object_type = str((obj or {}).get("physicalType") or "table").strip().lower()
             if ctx.no_sql_server and obj is not None:
                 outcome = clause.skip("no_sql_server")
-            elif obj is not None and object_type not in TABLE_TYPES:
-                outcome = clause.skip("not_a_table", object_type)
             else:
                 outcome = CLAUSES["sla:latency"](clause)
             if isinstance(outcome, CheckPlan):
-                existing = check_index.setdefault(obj_name, [])
-                check_index[obj_name] = _unique_names([*existing, outcome])
-                produced = check_index[obj_name][-1]
+                check_index.setdefault(obj_name, []).append(outcome)
+                produced = outcome
+                # checks are referred to by their clause until their names are final
                 freshness.append(FreshnessPlan(pointer(parts), obj_name, str(clause.column),
-                                               produced.conditions[0].value, produced.name))
+                                               produced.conditions[0].value, produced.clause))
             elif not _sla_schedule(sla):
                 not_enforced.append(outcome)
         scheduled = _sla_schedule(sla)
@@ -685,11 +714,11 @@ def compile_contract(validated: ValidatedContract) -> tuple[ContractPlan, list[P
             cron = _valid_cron(scheduled, [*parts, "schedule"], ctx)
             if cron:
                 if produced is not None:
-                    selection = [(produced.object, produced.name)]
+                    selection = [(produced.object, produced.clause)]
                 elif target and target[0] in check_index:
-                    selection = [(target[0], c.name) for c in check_index[target[0]]]
+                    selection = [(target[0], c.clause) for c in check_index[target[0]]]
                 else:
-                    selection = [(o, c.name) for o, cs in check_index.items() for c in cs]
+                    selection = [(o, c.clause) for o, cs in check_index.items() for c in cs]
                 if selection:
                     label = sla.get("id") or f"sla_{prop_name}_{si}"
                     schedules.append(SchedulePlan(dagster_name(f"{doc.get('id')}__{label}"), cron,
@@ -705,8 +734,8 @@ def compile_contract(validated: ValidatedContract) -> tuple[ContractPlan, list[P
         cron = _valid_cron(str(rule["schedule"]), [*rule["_parts"], "schedule"], ctx)
         check = next((c for c in check_index[object_name] if clause_pointer in c.clauses), None)
         if cron and check:
-            schedules.append(SchedulePlan(dagster_name(f"{doc.get('id')}__{object_name}__{check.name}"), cron,
-                                          clause_pointer, ((object_name, check.name),)))
+            schedules.append(SchedulePlan(f"{doc.get('id')}__{object_name}__", cron, clause_pointer,
+                                          ((object_name, check.clause),)))
 
     # v3.0 rewrites that merged two clauses into one: the check answers for both
     for rewrite in validated.rewrites:
@@ -722,7 +751,14 @@ def compile_contract(validated: ValidatedContract) -> tuple[ContractPlan, list[P
             break
         else:
             not_enforced.append(NotEnforced(rewrite.merged, "v30_modifier", REASONS["v30_modifier"]))
-    objects = [replace(o, checks=tuple(check_index.get(o.name, o.checks))) for o in objects]
+    # names made unique once, now that every check is known; references by clause become names
+    final = {name: _unique_names(checks) for name, checks in check_index.items()}
+    name_of = {(o, c.clause): c.name for o, checks in final.items() for c in checks}
+    objects = [replace(o, checks=tuple(final.get(o.name, o.checks))) for o in objects]
+    freshness = [replace(f, check_name=name_of[(f.object, f.check_name)]) for f in freshness]
+    # a rule's own schedule is named after its check (its name ends in `__` until the check's is known)
+    schedules = [replace(s, name=dagster_name(s.name + name_of[s.checks[0]]) if s.name.endswith("__") else s.name,
+                         checks=tuple((o, name_of[(o, c)]) for o, c in s.checks)) for s in schedules]
     owners, dropped = _owners(doc.get("team"))
     description = doc.get("description") if isinstance(doc.get("description"), dict) else None
     plan = ContractPlan(

@@ -33,6 +33,8 @@ SCHEMA_PACKAGE = "open_data_contract_standard"
 KNOWN_MINORS = {0: "v3.0.2", 1: "v3.1.0", 2: "v3.2.0"}
 NEWEST_MINOR = max(KNOWN_MINORS)
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+.].*)?$")
+_EXACT = re.compile(r"^v(\d+)\.(\d+)\.(\d+)$")
+KNOWN_PATCHES = {0: (0, 1, 2), 1: (0,), 2: (0,)}  # the v3 entries of the official schemas' apiVersion enum
 
 
 @dataclass
@@ -219,6 +221,11 @@ def validate_document(source: LoadedDocument) -> tuple[ValidatedContract | None,
     if version is None:
         return None, [problem(["apiVersion"], f"'{raw_version}' is not a version like v3.1.0")]
     major, minor = version
+    exact = _EXACT.match(raw_version)
+    if major == 3 and (exact is None or (minor in KNOWN_PATCHES and int(exact.group(3)) not in KNOWN_PATCHES[minor])):
+        # judged as the official enum judges it: v, major, minor and patch, nothing more or less
+        known = ", ".join(f"v3.{m}.{p}" for m, patches in KNOWN_PATCHES.items() for p in patches)
+        return None, [problem(["apiVersion"], f"'{raw_version}' is not an ODCS apiVersion; write one of {known}")]
     if major == 2:
         return None, [problem(["apiVersion"], f"{raw_version} is ODCS v2, which this tool does not read; "
                              "migrate the contract to v3 (see Bitol's v2 → v3 migration notes in the "
@@ -292,7 +299,7 @@ def _relax_v30(view: dict) -> tuple[list[tuple], list[tuple]]:
             del rule[op]
         if "rule" in rule and "metric" not in rule:
             ignored.append(tuple(parts))
-    for key in ("slaProperties", "servers"):
+    for key in ("slaProperties", "servers", "roles"):  # v3.0 leaves these open; v3.1 closed them
         items = view.get(key)
         for i, _ in enumerate(items if isinstance(items, list) else []):
             open_prefixes.append((key, i))

@@ -67,11 +67,21 @@ def assert_accounted(plan, document: dict) -> None:
         assert item["code"] and item["reason"], item
 
 
+# what we say beyond the official schema about a document it accepts: warnings only, each naming a
+# clause that cannot run as written (its check fails), never an error
+BEYOND_THE_SCHEMA = ("declares no such column",)
+
+
+def semantic_warnings_only(result) -> bool:
+    return all(p.severity == "warning" and p.scope == "clause" and any(w in p.message for w in BEYOND_THE_SCHEMA)
+               for p in result.problems)
+
+
 @pytest.mark.parametrize("row", INDEX, ids=[r["file"] for r in INDEX])
 def test_corpus_file(row):
     result = load_contracts([CORPUS / row["file"]])
     if row["valid_matching"]:
-        assert result.problems == [], [p.render() for p in result.problems]
+        assert semantic_warnings_only(result), [p.render() for p in result.problems]
         assert len(result.plans) == 1
         document, _ = read_document(CORPUS / row["file"])
         assert_accounted(result.plans[0], document.data)
@@ -108,7 +118,7 @@ def test_verdict_agrees_with_the_official_schema_of_its_version(row):
     result = load_contracts([CORPUS / row["file"]])
     errors = [p for p in result.problems if p.severity == "error"]
     if official_valid:
-        assert result.problems == []
+        assert semantic_warnings_only(result), [p.render() for p in result.problems]
     elif row["apiVersion"].startswith("v3.0") and not errors:
         # a v3.0-labelled file written in v3.1 vocabulary: accepted, with a warning naming it
         assert any("v3.1 vocabulary" in p.message for p in result.problems)

@@ -532,15 +532,17 @@ def test_every_primary_key_clause_is_accounted(folder, case):
     assert_handled(path)
 
 
-def test_latency_on_an_object_that_is_not_a_table_is_not_enforced(folder):
+def test_latency_on_an_object_of_any_physical_type_is_enforced(folder):
+    """physicalType is free text: it never decides on its own that nothing is checked."""
     path = folder / "topic.odcs.yaml"
     path.write_text("apiVersion: v3.1.0\nkind: DataContract\nid: x\nversion: 1.0.0\nstatus: active\n"
                     "schema:\n  - name: u\n    physicalType: topic\n    properties:\n"
                     "      - {name: ts, logicalType: timestamp}\n"
                     "slaProperties:\n  - {property: latency, value: 1, unit: d, element: u.ts}\n")
     plan = load_contracts([path]).plans[0]
-    assert not plan.freshness
-    assert [n.clause for n in plan.not_enforced].count("/slaProperties/0") == 1
+    assert [(f.object, f.element) for f in plan.freshness] == [("u", "ts")]
+    assert {c.kind for c in plan.objects[0].checks} == {"schema", "freshness"}
+    assert [n.clause for n in plan.not_enforced] == []
 
 
 def test_objects_with_the_same_name_keep_their_own_checks(folder):
