@@ -40,7 +40,8 @@ def failed_results(plan: ContractPlan, obj: ObjectPlan, error: str,
     """Every selected check of the object, failed at its severity with the same error."""
     wanted = set(selected) if selected is not None else None
     return [CheckResult(plan.id, plan.version, obj.asset_key, obj.name, c.name, c.clause, c.kind, c.severity,
-                        passed=False, threshold=c.threshold_text(), unit=c.unit, error=error)
+                        passed=False, threshold=c.threshold_text(), unit=c.unit,
+                        error=f"not run: {c.params['refusal']}" if c.params.get("refusal") else error)
             for c in obj.checks if wanted is None or c.name in wanted]
 
 

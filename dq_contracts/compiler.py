@@ -969,6 +969,7 @@ def outline_contract(data: Any, file: str) -> ContractPlan | None:
     text = lambda key: str(data[key]) if isinstance(data.get(key), (str, int, float)) else "?"  # noqa: E731
     return ContractPlan(
         file=file, folder=os.path.dirname(os.path.abspath(file)), id=text("id"), version=text("version"),
-        api_version=text("apiVersion"), name=None, status=None, domain=None, description=None, tags=(),
+        api_version=text("apiVersion"), name=None, status=None,
+        domain=data["domain"] if isinstance(data.get("domain"), str) else None, description=None, tags=(),
         owners=(), dropped_owners=(), servers=(), objects=tuple(objects), freshness=(), schedules=(),
         not_enforced=())

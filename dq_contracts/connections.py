@@ -34,6 +34,15 @@ def env_prefix(server_name: str) -> str:
     return "DQ_CONTRACTS_" + re.sub(r"[^A-Za-z0-9]", "_", server_name).upper()
 
 
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # md:, s3://, https://, file: (a one-letter scheme is a drive)
+
+
+def is_relative_file(database: str) -> bool:
+    """A plain relative file path: not `:memory:`, not a URI or MotherDuck name, not absolute."""
+    return not (database.startswith(":memory:") or _URI.match(database)
+                or os.path.isabs(os.path.expanduser(database)))
+
+
 def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None = None,
                    folder: str | None = None) -> Connection:
     """The connection for one ODCS server; `folder` is the contract file's folder."""
@@ -47,7 +56,7 @@ def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None 
         return Connection(url, schema, tuple(s for s in (url.password,) if s))
     if kind == "duckdb":
         database = str(server.get("database") or ":memory:")
-        if database != ":memory:" and folder and not os.path.isabs(os.path.expanduser(database)):
+        if folder and is_relative_file(database):
             database = os.path.normpath(os.path.join(folder, database))
         return Connection(sa.URL.create("duckdb", database=database), schema, ())
     if kind not in DRIVERS:

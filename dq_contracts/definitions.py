@@ -11,6 +11,7 @@ import json
 import logging
 import os
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
@@ -18,10 +19,10 @@ import sqlalchemy as sa
 
 from dq_contracts.checking import Warehouses, choose_server, failed_results, run_contract
 from dq_contracts.compiler import dagster_name
-from dq_contracts.core import load_contracts
+from dq_contracts.core import RejectedContract, load_contracts
 from dq_contracts.plans import ContractPlan, ObjectPlan
 from dq_contracts.problem_defs import problem_defs
-from dq_contracts.problems import ContractError
+from dq_contracts.problems import ContractError, Problem
 from dq_contracts.resource import WarehouseResource
 from dq_contracts.runner import CheckResult, read_only, scrub
 from dq_contracts.sql import table_for
@@ -146,12 +147,50 @@ def _object_checks(plan: ContractPlan, obj: ObjectPlan, asset_key: dg.AssetKey,
     return contract_checks, {name: spec.key for name, spec in spec_of.items()}
 
 
+@dataclass
+class _Built:
+    specs: list[tuple[dg.AssetKey, tuple[dg.AssetSpec, ObjectPlan]]]
+    checks: list[dg.AssetChecksDefinition]
+    jobs: list[dg.UnresolvedAssetJobDefinition]
+    schedules: list[dg.ScheduleDefinition]
+
+
+def _contract_defs(plan: ContractPlan, translator: DqContractsTranslator, resource_key: str,
+                   contract_jobs: bool) -> _Built:
+    """One contract's assets, checks, job and schedules (nothing is added until all of it is built)."""
+    built = _Built([], [], [], [])
+    check_keys: dict[tuple[str, str], dg.AssetCheckKey] = {}
+    for obj in plan.objects:
+        spec = translator.get_asset_spec(ContractObjectData(plan, obj))
+        built.specs.append((spec.key, (spec, obj)))
+        definition, keys = _object_checks(plan, obj, spec.key, translator, resource_key)
+        built.checks.append(definition)
+        check_keys.update({(obj.name, name): key for name, key in keys.items()})
+    slug = contract_slug(plan)
+    if check_keys and contract_jobs:
+        built.jobs.append(dg.define_asset_job(
+            f"{slug}__checks", selection=dg.AssetSelection.checks(*check_keys.values()),
+            description=f"All clauses of contract {plan.id} {plan.version}",
+            tags={"dq_contracts/contract": tag_value(plan.id)}))
+    for schedule in plan.schedules:
+        keys = [check_keys[pair] for pair in schedule.checks if pair in check_keys]
+        if not keys:
+            continue
+        job = dg.define_asset_job(f"{schedule.name}__job", selection=dg.AssetSelection.checks(*keys),
+                                  description=f"Clauses scheduled by {plan.id} {schedule.clause}")
+        built.jobs.append(job)
+        built.schedules.append(dg.ScheduleDefinition(
+            name=schedule.name, cron_schedule=schedule.cron, job=job, execution_timezone="UTC",
+            description=f"Contract {plan.id} {plan.version}: {schedule.clause} '{schedule.cron}'"))
+    return built
+
+
 def _freshness_sensor(watched: list[tuple[ContractPlan, ObjectPlan, str, dg.AssetKey]],
-                      resource_key: str) -> dg.SensorDefinition:
+                      resource_key: str, suffix: str = "") -> dg.SensorDefinition:
     """Dagster's freshness counts materialisations only; for tables built outside Dagster, report a
     runless materialisation whenever the contract's freshness column advances."""
 
-    @dg.sensor(name=FRESHNESS_SENSOR, minimum_interval_seconds=300, required_resource_keys={resource_key},
+    @dg.sensor(name=FRESHNESS_SENSOR + suffix, minimum_interval_seconds=300, required_resource_keys={resource_key},
                default_status=dg.DefaultSensorStatus.RUNNING,
                description="Reports a materialisation of each external contract table when its SLA "
                            "freshness column advances, so the UI's freshness means what the contract means")
@@ -163,7 +202,8 @@ def _freshness_sensor(watched: list[tuple[ContractPlan, ObjectPlan, str, dg.Asse
             for plan, obj, column, key in watched:
                 try:
                     engine, connection = warehouses.engine(choose_server(plan, warehouse.server), plan.folder)
-                    table = table_for(obj.physical_name, connection.schema, [column])
+                    table = table_for(obj.physical_name, connection.schema, [column],
+                                      engine.dialect.identifier_preparer)
                     with read_only(engine, warehouse.timeout_seconds) as conn:
                         newest = conn.execute(sa.select(sa.func.max(table.c[column]))).scalar()
                 except Exception as exc:  # one unreachable table must not stop the others
@@ -193,6 +233,7 @@ def build_contract_defs(
     freshness_sensor: bool = True,
     contract_jobs: bool = True,
     strict: bool = False,
+    name: str | None = None,
 ) -> dg.Definitions:
     """Definitions for every contract under `paths`.
 
@@ -204,6 +245,9 @@ def build_contract_defs(
     the broken one names gets a failing `contract_valid` check listing its problems (also logged).
     A refused SQL rule fails its own check only. `strict=True` raises ContractError, listing every
     problem, when any contract has an error (for CI).
+
+    `name` tells apart several sets of contracts in one code location: it suffixes the names of the
+    sensors (`dq_contracts_freshness__<name>`) and of the contract-problems check.
 
     `contract_jobs=False` leaves out the checks-only job per contract (schedules keep theirs): Dagster
     resolves every job against the whole asset graph, which dominates loading past a few hundred
@@ -228,43 +272,44 @@ def build_contract_defs(
     jobs: list[dg.UnresolvedAssetJobDefinition] = []
     schedules: list[dg.ScheduleDefinition] = []
     watched: list[tuple[ContractPlan, ObjectPlan, str, dg.AssetKey]] = []
+    rejected = list(loaded.rejected)
+    claimed: dict[dg.AssetKey, ContractPlan] = {}
     for plan in sorted(loaded.usable_plans, key=lambda p: p.id):
-        check_keys: dict[tuple[str, str], dg.AssetCheckKey] = {}
-        for obj in plan.objects:
-            spec = translator.get_asset_spec(ContractObjectData(plan, obj))
-            if spec.key in own:
-                for_own[spec.key] = spec
+        try:  # a translator's exception, or two contracts it maps to one key, cost that contract only
+            built = _contract_defs(plan, translator, resource_key, contract_jobs)
+        except Exception as exc:
+            rejected.append(RejectedContract(plan.file, (Problem(
+                plan.file, f"building its Dagster definitions failed: {type(exc).__name__}: {exc}"),), plan))
+            continue
+        clash = next((key for key, _ in built.specs if key in claimed), None)
+        if clash is not None:
+            rejected.append(RejectedContract(plan.file, (Problem(
+                plan.file, f"asset {clash.to_user_string()} is also the asset of {claimed[clash].file} (contract "
+                f"{claimed[clash].id!r}) once the translator has named it; give one of them another key"),), plan))
+            continue
+        for key, (spec, obj) in built.specs:
+            claimed[key] = plan
+            if key in own:
+                for_own[key] = spec
             else:
                 specs.append(spec)
-                freshness = next((f for f in plan.freshness if f.object == obj.name), None)
-                if freshness:
-                    watched.append((plan, obj, freshness.element, spec.key))
-            definition, keys = _object_checks(plan, obj, spec.key, translator, resource_key)
-            checks.append(definition)
-            check_keys.update({(obj.name, name): key for name, key in keys.items()})
-        slug = contract_slug(plan)
-        if check_keys and contract_jobs:
-            jobs.append(dg.define_asset_job(
-                f"{slug}__checks", selection=dg.AssetSelection.checks(*check_keys.values()),
-                description=f"All clauses of contract {plan.id} {plan.version}",
-                tags={"dq_contracts/contract": tag_value(plan.id)}))
-        for schedule in plan.schedules:
-            keys = [check_keys[pair] for pair in schedule.checks if pair in check_keys]
-            if not keys:
-                continue
-            job = dg.define_asset_job(f"{schedule.name}__job", selection=dg.AssetSelection.checks(*keys),
-                                      description=f"Clauses scheduled by {plan.id} {schedule.clause}")
-            jobs.append(job)
-            schedules.append(dg.ScheduleDefinition(
-                name=schedule.name, cron_schedule=schedule.cron, job=job, execution_timezone="UTC",
-                description=f"Contract {plan.id} {plan.version}: {schedule.clause} '{schedule.cron}'"))
+                fresh = next((f for f in plan.freshness if f.object == obj.name), None)
+                if fresh:
+                    watched.append((plan, obj, fresh.element, key))
+        checks.extend(built.checks)
+        jobs.extend(built.jobs)
+        schedules.extend(built.schedules)
 
-    sensors = [_freshness_sensor(watched, resource_key)] if freshness_sensor and watched else []
+    suffix = f"__{dagster_name(name)}" if name else ""
+    sensors = [_freshness_sensor(watched, resource_key, suffix)] if freshness_sensor and watched else []
     mapper = _with_contract(for_own)
-    user_assets = [a.map_asset_specs(mapper) if isinstance(a, dg.AssetsDefinition) else a for a in assets]
+    user_assets = [a.map_asset_specs(mapper) if isinstance(a, dg.AssetsDefinition)
+                   else mapper(a) if isinstance(a, dg.AssetSpec) else a for a in assets]
     existing: dict[dg.AssetKey, set[str]] = {key: set() for key in own | {spec.key for spec in specs}}
-    for definition in checks:
-        for check_key in definition.check_keys:
+    theirs = [*assets, *((defs.assets or []) if defs is not None else []),
+              *((defs.asset_checks or []) if defs is not None else [])]
+    for definition in [*checks, *theirs]:  # a contract_valid check must not collide with any of these
+        for check_key in getattr(definition, "check_keys", ()):
             existing.setdefault(check_key.asset_key, set()).add(check_key.name)
     ours = dg.Definitions.merge(
         dg.Definitions(
@@ -275,7 +320,7 @@ def build_contract_defs(
             sensors=sensors,
             resources={resource_key: resource},
         ),
-        problem_defs(loaded.rejected, translator, existing),
+        problem_defs(rejected, translator, existing, dagster_name(name) if name else None),
     )
     if defs is not None:
         return dg.Definitions.merge(defs.map_asset_specs(func=mapper) if for_own else defs, ours)

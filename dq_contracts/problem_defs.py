@@ -13,6 +13,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 
 import dagster as dg
 
@@ -32,10 +33,20 @@ _PROBLEM_COLUMNS = dg.TableSchema(columns=[dg.TableColumn(name, "string")
                                            for name in ("file", "line", "path", "message")])
 
 
-def asset_keys_of(rejected: RejectedContract, translator: DqContractsTranslator) -> list[dg.AssetKey]:
+def invalid_key(file: str, group: str | None = None, folder: bool = False) -> dg.AssetKey:
+    """Where a contract that names no asset shows its problems: its file name, whatever the working
+    directory (under the set's name when there are several; the folder joins in only to tell two
+    files of one name apart)."""
+    path = Path(file)
+    name = f"{path.parent.name}_{path.name}" if folder else path.name
+    return dg.AssetKey([INVALID_PREFIX, *([group] if group else []), dagster_name(name)])
+
+
+def asset_keys_of(rejected: RejectedContract, translator: DqContractsTranslator,
+                  group: str | None = None) -> list[dg.AssetKey]:
     """The assets the rejected contract names, keyed as the translator would key them."""
-    if rejected.plan is None:
-        return [dg.AssetKey([INVALID_PREFIX, dagster_name(rejected.file)])]
+    if rejected.plan is None or not rejected.plan.objects:
+        return [invalid_key(rejected.file, group)]
     keys = []
     for obj in rejected.plan.objects:
         try:
@@ -66,21 +77,29 @@ def _summary(problems: Sequence[Problem]) -> str:
 
 
 def problem_defs(rejected: Iterable[RejectedContract], translator: DqContractsTranslator,
-                 existing: Mapping[dg.AssetKey, set[str]]) -> dg.Definitions:
+                 existing: Mapping[dg.AssetKey, set[str]], group: str | None = None) -> dg.Definitions:
     """A failing `contract_valid` check on every asset a rejected contract names; `existing` maps the
     assets already defined to their check names (an asset no one else defines gets an external spec)."""
     problems_by_key: dict[dg.AssetKey, list[Problem]] = {}
+    rejected = list(rejected)
+    by_name: dict[dg.AssetKey, set[str]] = {}
+    for contract in rejected:
+        if contract.plan is None or not contract.plan.objects:
+            by_name.setdefault(invalid_key(contract.file, group), set()).add(contract.file)
     for contract in rejected:
         errors = [p for p in contract.problems if p.severity == "error"]
         for problem in errors:
             log.error(problem.render())
-        keys = asset_keys_of(contract, translator)
-        log.error(f"{contract.file}: contract not loaded ({len(errors)} error(s)); the `{CONTRACT_VALID}` "
-                  f"check of {', '.join(k.to_user_string() for k in keys)} shows why")
+        keys = asset_keys_of(contract, translator, group)
+        if len(by_name.get(keys[0], ())) > 1:  # two broken files of one name in different folders
+            keys = [invalid_key(contract.file, group, folder=True)]
+        log.error(f"{contract.file}: not loaded ({len(errors)} error(s)); the `{CONTRACT_VALID}` check of "
+                  f"{', '.join(k.to_user_string() for k in keys)} shows why")
         for key in keys:
             problems_by_key.setdefault(key, []).extend(errors)
     if not problems_by_key:
         return dg.Definitions()
+    suffix = f"__{group}" if group else ""
 
     specs: list[dg.AssetCheckSpec] = []
     assets: list[dg.AssetSpec] = []
@@ -103,14 +122,14 @@ def problem_defs(rejected: Iterable[RejectedContract], translator: DqContractsTr
                     severity=dg.AssetCheckSeverity.ERROR, description=_summary(problems),
                     metadata={"dq_contracts/status": "error", **_problem_metadata(problems)})
 
-    @dg.multi_asset_check(name=PROBLEMS_CHECKS, specs=specs, can_subset=True,
+    @dg.multi_asset_check(name=PROBLEMS_CHECKS + suffix, specs=specs, can_subset=True,
                           description="Contracts that cannot be checked, and why")
     def contract_problems(context):
         for spec in specs:
             if spec.key in context.selected_asset_check_keys:
                 yield dg.AssetCheckResult(**evaluation(spec))
 
-    @dg.sensor(name=PROBLEMS_SENSOR, minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING,
+    @dg.sensor(name=PROBLEMS_SENSOR + suffix, minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING,
                description="Reports the failing contract_valid check of each contract that cannot be checked, "
                            "without a run, whenever its problems change")
     def problems_sensor(context):

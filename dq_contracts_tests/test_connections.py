@@ -48,3 +48,22 @@ def test_duckdb_engine_is_read_only(tmp_path):
 def test_scrub_hides_url_passwords_and_known_secrets():
     text = scrub("could not connect to postgresql://u:hunter2@db/x as u; password hunter2 refused", ["hunter2"])
     assert "hunter2" not in text
+
+
+DUCKDB_DATABASES = [
+    # (database as the contract writes it, the file or name DuckDB is given, with the contract in /srv/contracts)
+    ("wh.duckdb", "/srv/contracts/wh.duckdb"),
+    ("../data/wh.duckdb", "/srv/data/wh.duckdb"),
+    ("/abs/wh.duckdb", "/abs/wh.duckdb"),
+    (":memory:", ":memory:"),
+    (":memory:shared", ":memory:shared"),
+    ("md:analytics", "md:analytics"),
+    ("s3://bucket/wh.duckdb", "s3://bucket/wh.duckdb"),
+    ("https://example.com/wh.duckdb", "https://example.com/wh.duckdb"),
+]
+
+
+@pytest.mark.parametrize("database, opened", DUCKDB_DATABASES, ids=[d for d, _ in DUCKDB_DATABASES])
+def test_a_relative_duckdb_file_is_read_from_the_contract_folder_and_nothing_else_is_changed(database, opened):
+    connection = connection_for({"server": "local", "type": "duckdb", "database": database}, {}, "/srv/contracts")
+    assert connection.url.database == opened

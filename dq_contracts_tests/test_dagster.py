@@ -386,7 +386,7 @@ def test_a_missing_contracts_dir_is_a_clear_load_error(tmp_path):
     checked = dg_run(project, env, "check", "defs")
     assert checked.returncode != 0
     assert "attributes.contracts_dir: ../nowhere is " in checked.stdout + checked.stderr
-    assert "which is not a folder" in checked.stdout + checked.stderr
+    assert "which does not exist" in checked.stdout + checked.stderr
 
 
 def test_definitions_read_the_same_warehouse_from_any_working_directory(tmp_path, monkeypatch):
@@ -401,3 +401,24 @@ def test_definitions_read_the_same_warehouse_from_any_working_directory(tmp_path
         seen.append(sorted((e.check_name, e.passed) for e in result.get_asset_check_evaluations()))
     assert seen[0] == seen[1]
     assert {name for name, passed in seen[0] if not passed} == {"payment_id_unique", "amount__exclusive_minimum"}
+
+
+def test_two_contract_folders_in_one_project_load_side_by_side(tmp_path):
+    project, env = dg_project(tmp_path)
+    for name in ("sales", "finance"):
+        assert dg_run(project, env, "scaffold", "defs", "dq_contracts.ContractsComponent", name).returncode == 0
+        folder = project / name
+        folder.mkdir()
+        (folder / "broken.odcs.yaml").write_text("a: [\n")
+        (project / "src" / "shop" / "defs" / name / "defs.yaml").write_text(
+            f"type: dq_contracts.ContractsComponent\nattributes:\n  contracts_dir: ../../../../{name}\n")
+    demo_shop(tmp_path / "demo")
+    (project / "sales" / "orders.odcs.yaml").write_text((tmp_path / "demo" / "contracts" / "orders.odcs.yaml").read_text())
+    (project / "finance" / "payments.odcs.yaml").write_text(
+        (tmp_path / "demo" / "contracts" / "payments.odcs.yaml").read_text())
+    checked = dg_run(project, env, "check", "defs")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    listed = json.loads(dg_run(project, env, "list", "defs", "--json").stdout)
+    sensors = {s["name"] for s in listed["sensors"]}
+    assert {"dq_contracts_freshness__sales", "dq_contracts_freshness__finance",
+            "dq_contracts_contract_problems__sales", "dq_contracts_contract_problems__finance"} <= sensors

@@ -16,7 +16,7 @@ import dagster as dg
 import pytest
 import sqlalchemy as sa
 
-from dq_contracts import ContractError, WarehouseResource, build_contract_defs
+from dq_contracts import ContractError, DqContractsTranslator, WarehouseResource, build_contract_defs
 
 HEAD = """\
 apiVersion: v3.1.0
@@ -167,9 +167,11 @@ def test_strict_refuses_everything_with_every_problem(tmp_path):
 
 UNREADABLE = [
     # (file name, text, asset key the problem is shown on)
-    ("garbage.odcs.yaml", "a: [\n", "dq_contracts_invalid/contracts_garbage_odcs_yaml"),
+    ("garbage.odcs.yaml", "a: [\n", "dq_contracts_invalid/garbage_odcs_yaml"),
     ("no_objects.odcs.yaml", "apiVersion: v3.1.0\nkind: DataContract\nid: 5\n",
-     "dq_contracts_invalid/contracts_no_objects_odcs_yaml"),
+     "dq_contracts_invalid/no_objects_odcs_yaml"),
+    # a valid document rejected for another reason, with no object to show it on
+    ("z_same_id.odcs.yaml", HEAD.format(id="team1"), "dq_contracts_invalid/z_same_id_odcs_yaml"),
 ]
 
 
@@ -277,3 +279,94 @@ def test_check_with_an_unknown_server_names_the_ones_the_contract_has(tmp_path):
     assert "team1.odcs.yaml:6: servers: no server named 'prod' to check against; this contract declares " \
            "'local'" in proc.stdout
     assert "0 check(s)" in proc.stdout  # nothing ran against a guessed server
+
+
+def test_the_key_of_a_contract_naming_no_asset_does_not_depend_on_the_working_directory(tmp_path, monkeypatch):
+    folder = estate(tmp_path / "contracts")
+    (folder / "garbage.odcs.yaml").write_text("a: [\n")
+    keys = []
+    for cwd in (tmp_path, folder, tmp_path.parent):
+        monkeypatch.chdir(cwd)
+        keys.append({s.key.to_user_string() for s in build_contract_defs(folder).resolve_all_asset_specs()
+                     if s.key.path[0] == "dq_contracts_invalid"})
+    assert keys[0] == keys[1] == keys[2] == {"dq_contracts_invalid/garbage_odcs_yaml"}
+
+
+def test_your_own_check_named_contract_valid_is_left_alone(tmp_path):
+    folder = estate(tmp_path / "contracts")
+
+    @dg.asset(name="broken_table")
+    def broken_table():
+        return None
+
+    @dg.asset_check(asset=broken_table, name="contract_valid")
+    def mine():
+        return dg.AssetCheckResult(passed=True)
+
+    defs = build_contract_defs(folder, defs=dg.Definitions(assets=[broken_table], asset_checks=[mine]))
+    dg.Definitions.validate_loadable(defs)
+    names = {k.name for k in defs.resolve_asset_graph().asset_check_keys if k.asset_key.path == ["broken_table"]}
+    assert names == {"contract_valid", "contract_valid_2"}
+
+
+class PrefixByDomain(DqContractsTranslator):
+    def get_asset_spec(self, data):
+        spec = super().get_asset_spec(data)
+        return spec.replace_attributes(key=spec.key.with_prefix(data.contract.domain or "nodomain"))
+
+
+class LastPartOnly(DqContractsTranslator):
+    def get_asset_spec(self, data):
+        spec = super().get_asset_spec(data)
+        return spec.replace_attributes(key=dg.AssetKey(spec.key.path[-1:]))
+
+
+class RaisesForTeam2(DqContractsTranslator):
+    def get_asset_spec(self, data):
+        if data.contract.id == "team2":
+            raise KeyError("no owner mapping for team2")
+        return super().get_asset_spec(data)
+
+
+TRANSLATOR_CASES = [
+    # (translator, extra contract text by file name, asset showing the problem, what it says)
+    (PrefixByDomain(), {"broken.odcs.yaml": INVALID.format(id="broken").replace("status: active\n",
+                                                                              "status: active\ndomain: sales\n")},
+     "sales/broken_table", "is not of type"),
+    (LastPartOnly(), {"team3.odcs.yaml": VALID.format(id="team3", table="other.team1_table")},
+     "team1_table", "is also the asset of"),
+    (RaisesForTeam2(), {}, "team2_table", "KeyError: 'no owner mapping for team2'"),
+]
+
+
+@pytest.mark.parametrize("translator, extra, asset, says", TRANSLATOR_CASES,
+                         ids=["prefix by domain", "two keys made one", "translator raises"])
+def test_a_translator_costs_only_the_contract_it_fails_on(tmp_path, translator, extra, asset, says):
+    folder = estate(tmp_path / "contracts")
+    for name, text in extra.items():
+        (folder / name).write_text(text)
+    defs = build_contract_defs(folder, translator=translator)
+    dg.Definitions.validate_loadable(defs)
+    specs = {(s.asset_key.to_user_string(), s.name): s for c in defs.asset_checks for s in c.check_specs}
+    assert says in specs[(asset, "contract_valid")].description
+    loaded = {a for a, n in specs if n == "a__unique"}
+    assert len(loaded) >= 4  # the other contracts load with their checks
+
+
+def test_an_asset_spec_of_your_own_gets_the_contract(tmp_path):
+    folder = estate(tmp_path / "contracts")
+    defs = build_contract_defs(folder, assets=[dg.AssetSpec("team1_table", description="mine")])
+    spec = {s.key.to_user_string(): s for s in defs.resolve_all_asset_specs()}["team1_table"]
+    assert spec.description == "mine"  # what it declares stays
+    assert "dagster/column_schema" in spec.metadata and spec.metadata["dq_contracts/contract_id"] == "team1"
+
+
+def test_an_unreachable_server_keeps_a_refused_rule_s_own_reason(tmp_path):
+    folder = estate(tmp_path / "contracts")
+    text = (folder / "refused.odcs.yaml").read_text().replace("    database: wh.duckdb\n",
+                                                             "    database: missing/nowhere.duckdb\n")
+    (folder / "refused.odcs.yaml").write_text(text)
+    proc = cli("check", str(folder / "refused.odcs.yaml"), "--format", "json", cwd=tmp_path)
+    results = {r["name"]: r for r in json.loads(proc.stdout)["results"]}
+    assert "SQL rule refused" in results["no_deletes_please"]["error"]
+    assert all(not r["passed"] and r["error"] for r in results.values())
