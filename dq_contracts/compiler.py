@@ -122,6 +122,26 @@ def dagster_name(text: str) -> str:
     return name or "x"
 
 
+def op_name(plan: ContractPlan, obj: ObjectPlan) -> str:
+    """The Dagster op that runs one object's checks."""
+    return f"{dagster_name(plan.id)}__{dagster_name(obj.name)}"
+
+
+def checks_job_name(plan: ContractPlan) -> str:
+    return f"{dagster_name(plan.id)}__checks"
+
+
+def schedule_job_name(schedule: SchedulePlan) -> str:
+    return f"{schedule.name}__job"
+
+
+def definition_names(plan: ContractPlan) -> set[str]:
+    """Every op, job and schedule name the contract's Dagster definitions will take: two contracts
+    may not share one (Dagster would refuse the whole code location)."""
+    names = {op_name(plan, o) for o in plan.objects} | {checks_job_name(plan)}
+    return names | {s.name for s in plan.schedules} | {schedule_job_name(s) for s in plan.schedules}
+
+
 def snake(text: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", text).lower()
 
@@ -297,10 +317,13 @@ def _relationship(c: Clause) -> Outcome:
     missing = [str(t) for t, r in zip(targets, resolved) if not r[1]]
     if missing or not all(resolved_sources):
         what = ", ".join(repr(m) for m in missing) if missing else "its source column"
-        return c.fails("relationship", "references_" + dagster_name(resolved[0][0]),
+        failing = c.fails("relationship", "references_" + dagster_name(resolved[0][0]),
                        f"{c.object_name} references {resolved[0][0]}",
                        f"relationship to {what}: {resolved[0][0]!r} declares no such column; this check "
                        "will fail", [*c.parts, "to"], "warning")
+        if c.prop is None and all(resolved_sources):  # named as it would be if it could run
+            failing = replace(failing, name=dagster_name("__".join(resolved_sources)) + "__" + failing.name)
+        return failing
     target_object = c.contract.object_by_name[resolved[0][0]]
     if len(resolved_sources) != len(resolved):
         return c.skip("target_elsewhere", "from and to have different lengths")
@@ -561,7 +584,10 @@ class _Compiling:
                                      source.line_of(parts), severity, scope))
 
     def table_of(self, obj: dict) -> str:
-        return str(obj.get("physicalName") or obj.get("name"))
+        """The table as a SQL rule's `{object}` reads when judged: each part quoted (ANSI), as the
+        runner quotes it for the server's own dialect."""
+        name = str(obj.get("physicalName") or obj.get("name"))
+        return ".".join('"' + part.replace('"', '""') + '"' for part in name.split("."))
 
     def resolve_column(self, ref: str, default_object: str | None = None) -> tuple[str, str] | None:
         """`object.column`, or `column` of `default_object`, or `schema/<id>/properties/<id>`."""

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from dq_contracts.compiler import compile_contract, outline_contract
+from dq_contracts.compiler import compile_contract, definition_names, outline_contract
 from dq_contracts.loader import load_documents
 from dq_contracts.paths import named_path
 from dq_contracts.plans import ContractPlan
@@ -81,6 +81,7 @@ def load_contracts(paths: Iterable[str | os.PathLike[str]], *, server: str | Non
     # across files: the same (id, version) twice; the same asset claimed twice
     seen_ids: dict[tuple[str, str], ContractPlan] = {}
     seen_assets: dict[tuple[str, ...], tuple[ContractPlan, str]] = {}
+    seen_names: dict[str, ContractPlan] = {}
     for plan, document in compiled:
         key = (plan.id, plan.version)
         if key in seen_ids:
@@ -89,6 +90,15 @@ def load_contracts(paths: Iterable[str | os.PathLike[str]], *, server: str | Non
                                            f"defined in {other.file}", "id", document.line_of(["id"])))
             continue
         seen_ids[key] = plan
+        named = next(((name, seen_names[name]) for name in sorted(definition_names(plan)) if name in seen_names),
+                     None)
+        if named is not None:
+            other = named[1]
+            result.problems.append(Problem(plan.file, f"its Dagster name {named[0]!r} is also taken by {other.file} "
+                                           f"(contract {other.id!r} {other.version}); two contracts, or two versions "
+                                           "of one, cannot share a code location under one id; give one another id",
+                                           "id", document.line_of(["id"])))
+            continue
         clash = False
         for obj in plan.objects:
             if obj.asset_key in seen_assets:
@@ -105,6 +115,7 @@ def load_contracts(paths: Iterable[str | os.PathLike[str]], *, server: str | Non
                 seen_assets[obj.asset_key] = (plan, obj.name)
         if not clash:
             result.plans.append(plan)
+            seen_names.update(dict.fromkeys(definition_names(plan), plan))
     source = {plan.file: document for plan, document in compiled}
     result.problems.extend(server_problems(result.plans, server, lambda p: source[p.file].line_of(["servers"])))
     result.problems.sort(key=lambda p: (p.file, p.line or 0))

@@ -18,7 +18,7 @@ import dagster as dg
 import sqlalchemy as sa
 
 from dq_contracts.checking import Warehouses, choose_server, failed_results, run_contract
-from dq_contracts.compiler import dagster_name
+from dq_contracts.compiler import checks_job_name, dagster_name, op_name, schedule_job_name
 from dq_contracts.core import RejectedContract, load_contracts
 from dq_contracts.plans import ContractPlan, ObjectPlan
 from dq_contracts.problem_defs import problem_defs
@@ -70,9 +70,6 @@ def _with_contract(contract_specs: dict[dg.AssetKey, dg.AssetSpec]):
     return apply
 
 
-def contract_slug(plan: ContractPlan) -> str:
-    return dagster_name(plan.id)
-
 
 def check_result_of(result: CheckResult, spec: dg.AssetCheckSpec) -> dg.AssetCheckResult:
     """The engine's result as Dagster's, with what a person needs to act on it in the metadata."""
@@ -122,7 +119,7 @@ def _object_checks(plan: ContractPlan, obj: ObjectPlan, asset_key: dg.AssetKey,
     spec_of = {check.name: spec for spec, check in pairs}
 
     @dg.multi_asset_check(
-        name=f"{contract_slug(plan)}__{dagster_name(obj.name)}",
+        name=op_name(plan, obj),
         specs=[spec for spec, _ in pairs],
         can_subset=True,
         required_resource_keys={resource_key},
@@ -166,17 +163,16 @@ def _contract_defs(plan: ContractPlan, translator: DqContractsTranslator, resour
         definition, keys = _object_checks(plan, obj, spec.key, translator, resource_key)
         built.checks.append(definition)
         check_keys.update({(obj.name, name): key for name, key in keys.items()})
-    slug = contract_slug(plan)
     if check_keys and contract_jobs:
         built.jobs.append(dg.define_asset_job(
-            f"{slug}__checks", selection=dg.AssetSelection.checks(*check_keys.values()),
+            checks_job_name(plan), selection=dg.AssetSelection.checks(*check_keys.values()),
             description=f"All clauses of contract {plan.id} {plan.version}",
             tags={"dq_contracts/contract": tag_value(plan.id)}))
     for schedule in plan.schedules:
         keys = [check_keys[pair] for pair in schedule.checks if pair in check_keys]
         if not keys:
             continue
-        job = dg.define_asset_job(f"{schedule.name}__job", selection=dg.AssetSelection.checks(*keys),
+        job = dg.define_asset_job(schedule_job_name(schedule), selection=dg.AssetSelection.checks(*keys),
                                   description=f"Clauses scheduled by {plan.id} {schedule.clause}")
         built.jobs.append(job)
         built.schedules.append(dg.ScheduleDefinition(

@@ -73,6 +73,8 @@ def read_catalog(scope: Scope, connection: sa.Connection) -> dict[str, dict[str,
     from dq_contracts.sql import qualified_parts
 
     *prefix, name = qualified_parts(scope.obj.physical_name, scope.schema)
+    if scope.dialect == "postgresql" and len(prefix) == 2:
+        prefix = prefix[1:]  # database.schema.table: PostgreSQL's catalog holds its own database only
     inspector = sa.inspect(connection)
     try:
         columns = inspector.get_columns(name, schema=".".join(prefix) or None)
