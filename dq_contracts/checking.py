@@ -10,7 +10,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from dq_contracts.compiler import SQL_SERVER_TYPES
+from dq_contracts.compiler import checkable
 from dq_contracts.connections import Connection, connection_for, engine_for
 from dq_contracts.plans import ContractPlan, ObjectPlan
 from dq_contracts.runner import DEFAULT_TIMEOUT_SECONDS, CheckResult, run_object, scrub
@@ -29,10 +29,11 @@ def choose_server(plan: ContractPlan, name: str | None = None) -> dict[str, Any]
         known = ", ".join(str(s.get("server")) for s in plan.servers) or "none"
         raise ServerChoiceError(f"contract {plan.id!r} has no server named {name!r} (it has: {known})")
     for server in plan.servers:
-        if str(server.get("type", "")).lower() in SQL_SERVER_TYPES:
+        if checkable(server):
             return server
-    raise ServerChoiceError(f"contract {plan.id!r} declares no SQL server to check against; add a `servers` "
-                            "entry (type duckdb or postgres, with database and schema)")
+    raise ServerChoiceError(f"contract {plan.id!r} declares no server to check against; add a `servers` "
+                            "entry (type duckdb or postgres, with database and schema; or type local with "
+                            "format csv, parquet or json and a path)")
 
 
 def failed_results(plan: ContractPlan, obj: ObjectPlan, error: str,
@@ -100,7 +101,7 @@ def run_contract(
         return [r for o in chosen for r in failed_results(plan, o, error, (selected or {}).get(o.name))]
     results: list[CheckResult] = []
     for obj in chosen:
-        results.extend(run_object(plan, obj, engine, schema=connection.schema,
+        results.extend(run_object(plan, obj, engine, schema=connection.schema, files=connection.files,
                                   selected=(selected or {}).get(obj.name), now=now,
                                   timeout_seconds=timeout_seconds, secrets=secrets))
     return results

@@ -44,7 +44,8 @@ REASONS = {
     "unsupported_option": "this logicalTypeOptions key has no check",
     "unknown_format": "a format this tool has no pattern for",
     "nested_property": "checks on nested properties are not supported",
-    "no_sql_server": "none of the contract's servers is a SQL database",
+    "no_sql_server": "none of the contract's servers is a SQL database or files DuckDB can read "
+                     "(local, s3, gcs, azure with format csv, parquet or json and a path)",
     "no_columns": "the object declares no columns",
     "needs_property": "the metric needs a property (column)",
     "target_elsewhere": "the referenced table is not in a contract on the same server",
@@ -64,6 +65,26 @@ SQL_SERVER_TYPES = {
     "databricks", "trino", "presto", "oracle", "clickhouse", "vertica", "db2", "athena", "synapse",
     "cloudsql", "hive", "impala", "sqlite", "exasol", "teradata", "hana", "denodo", "dremio",
 }
+
+# Files that DuckDB reads as tables: ODCS server types and the formats with a reader
+FILE_SERVER_TYPES = {"local", "s3", "gcs", "azure"}
+FILE_FORMATS = {"csv", "parquet", "json"}
+
+
+def is_file_server(server: dict) -> bool:
+    return (str(server.get("type", "")).lower() in FILE_SERVER_TYPES
+            and str(server.get("format", "")).lower() in FILE_FORMATS and bool(server.get("path")))
+
+
+def checkable(server: dict) -> bool:
+    """A server the checks can run against: a SQL database, or files DuckDB reads."""
+    return str(server.get("type", "")).lower() in SQL_SERVER_TYPES or is_file_server(server)
+
+
+def engine_type(server: dict) -> str:
+    """The SQL engine of a server: its type, or DuckDB for files."""
+    return "duckdb" if is_file_server(server) else str(server.get("type")).lower()
+
 
 # Time units for SLA latency, in seconds. A bare `m` is refused: it means minutes in some tools
 # and months in others.
@@ -572,9 +593,9 @@ class _Compiling:
         objects = [o for o in self.document.get("schema") or [] if isinstance(o, dict)]
         self.object_by_name = {str(o.get("name")): o for o in objects}
         servers = [s for s in self.document.get("servers") or [] if isinstance(s, dict)]
-        sql_servers = [s for s in servers if str(s.get("type", "")).lower() in SQL_SERVER_TYPES]
+        sql_servers = [s for s in servers if checkable(s)]
         self.no_sql_server = bool(servers) and not sql_servers
-        server_type = str(sql_servers[0].get("type")).lower() if sql_servers else None
+        server_type = engine_type(sql_servers[0]) if sql_servers else None
         self.dialect = {"postgresql": "postgres", "sqlserver": "tsql", "cloudsql": "postgres"}.get(
             server_type or "", server_type)
 

@@ -20,7 +20,27 @@ from typing import Any, Mapping
 
 import sqlalchemy as sa
 
+from dq_contracts.compiler import FILE_FORMATS, FILE_SERVER_TYPES
+
 DRIVERS = {"postgres": "postgresql+psycopg2", "postgresql": "postgresql+psycopg2", "duckdb": "duckdb"}
+
+
+@dataclass(frozen=True)
+class Files:
+    """Files of one ODCS file server, read as tables by DuckDB: `path` (a glob; `{model}` or
+    `{object}` stands for the object's physical name) in `format` csv, parquet or json."""
+
+    format: str
+    path: str  # resolved: a relative local path is read from the contract's folder
+
+    def path_of(self, physical_name: str) -> str:
+        return self.path.replace("{model}", physical_name).replace("{object}", physical_name)
+
+    def allowed(self) -> list[str]:
+        """What the session may read: the folder (or bucket prefix) the glob starts in, nothing else."""
+        fixed = re.split(r"[*?\[{]", self.path, maxsplit=1)[0]
+        folder = fixed if fixed.endswith(("/", os.sep)) else os.path.dirname(fixed)
+        return [folder.rstrip("/") + "/" if folder else "./"]
 
 
 @dataclass(frozen=True)
@@ -28,6 +48,7 @@ class Connection:
     url: sa.URL
     schema: str | None
     secrets: tuple[str, ...]  # values never to show in a result, log or error
+    files: Files | None = None  # set for a file server: the tables are files DuckDB reads
 
 
 def env_prefix(server_name: str) -> str:
@@ -54,6 +75,12 @@ def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None 
     if environ.get(f"{prefix}_URL"):
         url = sa.make_url(environ[f"{prefix}_URL"])
         return Connection(url, schema, tuple(s for s in (url.password,) if s))
+    if kind in FILE_SERVER_TYPES and str(server.get("format", "")).lower() in FILE_FORMATS:
+        path = str(server.get("path") or "")
+        if kind == "local" and folder and is_relative_file(path):
+            path = os.path.normpath(os.path.join(folder, path))
+        files = Files(str(server["format"]).lower(), path)  # csv: DuckDB detects the delimiter
+        return Connection(sa.URL.create("duckdb", database=":memory:"), None, (), files)
     if kind == "duckdb":
         database = str(server.get("database") or ":memory:")
         if folder and is_relative_file(database):
@@ -76,8 +103,19 @@ def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None 
 
 def engine_for(connection: Connection) -> sa.Engine:
     kwargs: dict[str, Any] = {"pool_pre_ping": True}
-    if connection.url.get_backend_name() == "duckdb":
+    if connection.url.get_backend_name() == "duckdb" and connection.files is None:
         kwargs["connect_args"] = {"read_only": True}
     elif connection.url.get_backend_name() == "postgresql":
         kwargs["connect_args"] = {"connect_timeout": 10}
-    return sa.create_engine(connection.url, **kwargs)
+    engine = sa.create_engine(connection.url, **kwargs)
+    if connection.files is not None:
+        allowed = connection.files.allowed()
+
+        @sa.event.listens_for(engine, "connect")
+        def confine(dbapi_connection, _record) -> None:
+            # an in-memory session that may read the server's files and nothing else, and that no
+            # statement can reconfigure (DuckDB refuses these settings in its connect config)
+            dbapi_connection.execute("SET allowed_directories = $1", [allowed])
+            dbapi_connection.execute("SET enable_external_access = false")
+            dbapi_connection.execute("SET lock_configuration = true")
+    return engine

@@ -199,7 +199,7 @@ def _freshness_sensor(watched: list[tuple[ContractPlan, ObjectPlan, str, dg.Asse
                 try:
                     engine, connection = warehouses.engine(choose_server(plan, warehouse.server), plan.folder)
                     table = table_for(obj.physical_name, connection.schema, [column],
-                                      engine.dialect.identifier_preparer)
+                                      engine.dialect.identifier_preparer, connection.files)
                     with read_only(engine, warehouse.timeout_seconds) as conn:
                         newest = conn.execute(sa.select(sa.func.max(table.c[column]))).scalar()
                 except Exception as exc:  # one unreachable table must not stop the others

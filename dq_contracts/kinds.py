@@ -42,9 +42,10 @@ class Scope:
     schema: str | None
     preparer: Any  # the dialect's identifier preparer
     now: dt.datetime
+    files: Any = None  # connections.Files for a file server: every table is a reader of files
 
     def other_table(self, physical_name: str, columns: list[str]) -> sa.TableClause:
-        return table_for(physical_name, self.schema, columns, self.preparer)
+        return table_for(physical_name, self.schema, columns, self.preparer, self.files)
 
 
 @dataclass
@@ -292,6 +293,8 @@ SQLGLOT_DIALECTS = {"postgresql": "postgres", "duckdb": "duckdb", "sqlite": "sql
 def _sql_rule(check: CheckPlan, scope: Scope, connection: sa.Connection) -> Any:
     """A contract's raw SELECT, judged read-only again with this server's quoting; it must answer
     exactly one value."""
+    if scope.files is not None:
+        raise Unmeasurable("SQL rules are not run on file servers: `{object}` has no table name to stand for")
     quote = scope.preparer.quote
     qualified = ".".join(quote(p) for p in qualified_parts(scope.obj.physical_name, scope.schema))
     column = quote(check.params["column"]) if check.params.get("column") else None

@@ -130,8 +130,10 @@ def run_object(
     now: dt.datetime | None = None,
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
     secrets: Iterable[str] = (),
+    files: Any = None,
 ) -> list[CheckResult]:
     """Every selected check of one schema object: one aggregate scan plus one query per other kind.
+    `files` (connections.Files) when the server is files that DuckDB reads.
 
     Whatever goes wrong in one check (its query, its verdict, its samples) becomes that check's
     failed result; every other check still reports.
@@ -163,8 +165,9 @@ def run_object(
 
     try:
         columns = sorted({c for check in runnable if check.kind != "schema" for c in _named_columns(check)})
-        scope = Scope(obj, table_for(obj.physical_name, schema, columns, engine.dialect.identifier_preparer),
-                      engine.dialect.name, schema, engine.dialect.identifier_preparer, now)
+        preparer = engine.dialect.identifier_preparer
+        scope = Scope(obj, table_for(obj.physical_name, schema, columns, preparer, files), engine.dialect.name,
+                      schema, preparer, now, files)
     except Exception as exc:  # a name this dialect cannot quote: every check says so
         return [results.get(c.name) or failure(c, exc) for c in checks]
 

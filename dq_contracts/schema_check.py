@@ -69,9 +69,33 @@ class MissingTable(Exception):
     """The table is not in the catalog."""
 
 
+# DESCRIBE has no SQLAlchemy expression; the reader's name comes from this table, the path is bound
+DESCRIBE_FILES = {fmt: sa.text(f"DESCRIBE SELECT * FROM {reader}(:path)")
+                  for fmt, reader in (("csv", "read_csv"), ("parquet", "read_parquet"), ("json", "read_json"))}
+
+
+def read_files(scope: Scope, connection: sa.Connection) -> dict[str, dict[str, Any]]:
+    """The columns DuckDB's reader finds in the object's files, typed as the DuckDB dialect types them."""
+    path = scope.files.path_of(scope.obj.physical_name)
+    try:
+        rows = connection.execute(DESCRIBE_FILES[scope.files.format], {"path": path}).fetchall()
+    except sa.exc.DBAPIError as exc:
+        raise MissingTable(f"the files {path} cannot be read as {scope.files.format}: "
+                           f"{str(exc.orig).splitlines()[0]}") from exc
+    types = connection.dialect.ischema_names
+    found = {}
+    for name, type_text, *_ in rows:
+        family = types.get(re.sub(r"\(.*\)$", "", str(type_text)).strip().lower(), sa.types.NullType)
+        # files declare no nullability: nothing to say about `required` here
+        found[str(name).lower()] = {"name": name, "type": family(), "type_text": str(type_text), "nullable": None}
+    return found
+
+
 def read_catalog(scope: Scope, connection: sa.Connection) -> dict[str, dict[str, Any]]:
     from dq_contracts.sql import qualified_parts
 
+    if scope.files is not None:
+        return read_files(scope, connection)
     *prefix, name = qualified_parts(scope.obj.physical_name, scope.schema)
     if scope.dialect == "postgresql" and len(prefix) == 2:
         prefix = prefix[1:]  # database.schema.table: PostgreSQL's catalog holds its own database only
@@ -100,7 +124,7 @@ def differences(check: Any, scope: Scope, connection: sa.Connection) -> dict[str
             missing.append(name)
             continue
         real = found["type"]
-        real_text = real.compile(dialect=connection.dialect)
+        real_text = found.get("type_text") or real.compile(dialect=connection.dialect)
         if column.get("physical_type"):
             if not same_type(real_text, str(column["physical_type"])):
                 mismatched.append(f"{name}: declared {column['physical_type']}, found {real_text}")

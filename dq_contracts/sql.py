@@ -24,9 +24,19 @@ def qualified_parts(physical_name: str, schema: str | None) -> list[str]:
     return parts if len(parts) > 1 or not schema else [schema, *parts]
 
 
-def table_for(physical_name: str, schema: str | None, columns: list[str], preparer: Any = None) -> sa.TableClause:
+READERS = {"csv": "read_csv", "parquet": "read_parquet", "json": "read_json"}
+
+
+def table_for(physical_name: str, schema: str | None, columns: list[str], preparer: Any = None,
+              files: Any = None) -> Any:
     """The table with each part of its name quoted on its own (`"db"."schema"."table"`), never a
-    dotted name quoted as one identifier. `preparer` is the dialect's identifier preparer."""
+    dotted name quoted as one identifier. `preparer` is the dialect's identifier preparer. With
+    `files` (a file server), the table is DuckDB's reader of the object's files, its path bound."""
+    if files is not None:
+        reader = getattr(sa.func, READERS[files.format])(sa.bindparam(None, files.path_of(physical_name),
+                                                                      type_=sa.String))
+        return reader.table_valued(*(sa.column(quoted(c)) for c in dict.fromkeys(columns))).alias(
+            quoted(physical_name.split(".")[-1]))
     *prefix, name = qualified_parts(physical_name, schema)
     qualifier: Any = None
     if len(prefix) == 1:

@@ -1,0 +1,98 @@
+"""File servers: ODCS `local` servers with format csv, parquet or json are checked through DuckDB's
+readers, with the same clauses and one scan per object, in a session that may read the server's
+folder and nothing else."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import duckdb
+import pytest
+import sqlalchemy as sa
+import yaml
+
+from dq_contracts.connections import connection_for, engine_for
+
+ROWS = "(VALUES (1, 'ann', '10.5'), (2, 'bob', '7'), (2, 'X9', 'lots')) t(id, name, amount)"
+
+CONTRACT = {
+    "apiVersion": "v3.1.0", "kind": "DataContract", "id": "lake", "version": "1.0.0", "status": "active",
+    "schema": [{"name": "orders", "physicalType": "file", "properties": [
+        {"name": "id", "logicalType": "integer", "required": True, "unique": True},
+        {"name": "name", "logicalType": "string", "logicalTypeOptions": {"pattern": "^[a-z]+$"}},
+        {"name": "amount", "logicalType": "number"},  # written as text in the files
+        {"name": "shipped_at", "logicalType": "timestamp"},  # not in the files at all
+    ], "quality": [{"metric": "rowCount", "mustBeGreaterThan": 2}]}],
+}
+
+FORMATS = [
+    # (ODCS format, DuckDB COPY options, file suffix)
+    ("csv", "(HEADER)", "csv"),
+    ("parquet", "(FORMAT parquet)", "parquet"),
+    ("json", "(FORMAT json)", "json"),
+]
+
+
+def lake(tmp_path, fmt: str, options: str, suffix: str):
+    (tmp_path / "data").mkdir()
+    con = duckdb.connect()
+    con.execute(f"COPY (SELECT * FROM {ROWS}) TO '{tmp_path / 'data' / ('orders.' + suffix)}' {options}")
+    con.close()
+    doc = {**CONTRACT, "servers": [{"server": "lake", "type": "local", "format": fmt,
+                                    "path": f"data/{{model}}.{suffix}"}]}
+    path = tmp_path / "contracts" / "lake.odcs.yaml"
+    path.parent.mkdir()
+    path.write_text(yaml.safe_dump(doc).replace("path: data/", "path: ../data/"))
+    return path
+
+
+@pytest.mark.parametrize("fmt, options, suffix", FORMATS, ids=[f[0] for f in FORMATS])
+def test_files_are_checked_with_the_same_clauses(tmp_path, fmt, options, suffix):
+    contract = lake(tmp_path, fmt, options, suffix)
+    proc = subprocess.run([sys.executable, "-m", "dq_contracts.cli", "check", str(contract), "--format", "json"],
+                          cwd="/", capture_output=True, text=True, timeout=120, check=False)
+    assert "internal error" not in proc.stderr, proc.stderr
+    results = {r["name"]: r for r in json.loads(proc.stdout)["results"]}
+    verdicts = {n: (r["passed"], r["observed"], r["error"]) for n, r in results.items()}
+    assert verdicts == {
+        "schema": (False, 2, None),
+        "id__not_null": (True, 0, None),
+        "id__unique": (False, 1, None),
+        "name__pattern": (False, 1, None),
+        "row_count": (True, 3, None),
+    }
+    schema = results["schema"]["details"]
+    assert schema["missing"] == ["shipped_at"]
+    assert [m.split(",")[0] for m in schema["logical_type_mismatches"]] == ["amount: declared logicalType number"]
+    assert results["id__unique"]["samples"] == [2] and results["name__pattern"]["samples"] == ["X9"]
+    assert "read_" in results["row_count"]["sql"] and proc.returncode == 1
+
+
+def test_a_file_session_reads_the_server_folder_and_nothing_else(tmp_path):
+    contract = lake(tmp_path, "csv", "(HEADER)", "csv")
+    server = yaml.safe_load(contract.read_text())["servers"][0]
+    engine = engine_for(connection_for(server, {}, str(contract.parent)))
+    secret = tmp_path / "secret.csv"
+    secret.write_text("password\nhunter2\n")
+    with engine.connect() as c:
+        inside = c.execute(sa.text("SELECT COUNT(*) FROM read_csv(:p)"), {"p": str(tmp_path / "data" / "orders.csv")})
+        assert inside.scalar() == 3
+        for statement in (f"SELECT * FROM read_csv('{secret}')", "SELECT * FROM glob('/etc/*')",
+                          f"SELECT * FROM '{secret}'", "SET enable_external_access = true"):
+            with pytest.raises(sa.exc.DBAPIError) as caught:
+                c.exec_driver_sql(statement)
+            assert "hunter2" not in str(caught.value)
+    engine.dispose()
+
+
+def test_a_sql_rule_on_files_fails_with_the_reason(tmp_path):
+    contract = lake(tmp_path, "csv", "(HEADER)", "csv")
+    doc = yaml.safe_load(contract.read_text())
+    doc["schema"][0]["quality"].append({"type": "sql", "name": "custom", "query": "SELECT 0", "mustBe": 0})
+    contract.write_text(yaml.safe_dump(doc))
+    proc = subprocess.run([sys.executable, "-m", "dq_contracts.cli", "check", str(contract), "--format", "json"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    results = {r["name"]: r for r in json.loads(proc.stdout)["results"]}
+    assert not results["custom"]["passed"] and "not run on file servers" in results["custom"]["error"]
