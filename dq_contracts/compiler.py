@@ -904,7 +904,7 @@ def _unique_names(checks: list[CheckPlan]) -> list[CheckPlan]:
         name = check.name
         if counts[name] > 1:
             digest = hashlib.sha1(json.dumps(
-                [check.kind, check.property, check.params, [(c.operator, c.value) for c in check.conditions]],
+                [check.kind, check.property, dict(check.params), [(c.operator, c.value) for c in check.conditions]],
                 sort_keys=True, default=str).encode()).hexdigest()[:6]
             name = f"{name}_{digest}"
         base, n = name, 2

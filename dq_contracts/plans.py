@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import operator
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable
 
 ERROR = "ERROR"
@@ -57,6 +58,111 @@ class Condition:
         return f"{symbols.get(self.operator, self.operator)} {self.value}"
 
 
+# --- typed parameters: what each check kind needs, declared once --------------------------------
+
+@dataclass(frozen=True)
+class Params(Mapping):
+    """A check's parameters, typed per kind and read like a mapping (`params["column"]`); a key the
+    kind does not declare is an error where the plan is built, not a crash where it runs."""
+
+    column: str | None = None
+    refusal: str | None = None  # set when the clause cannot run as written: the check fails with it
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._names():
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self):
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    @classmethod
+    def _names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+
+@dataclass(frozen=True)
+class KeyParams(Params):  # unique, primary_key, duplicate_values
+    columns: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RangeParams(Params):
+    bound: Any = None
+    lower: bool = True
+    strict: bool = False
+    logical_type: str | None = None
+
+
+@dataclass(frozen=True)
+class LengthParams(Params):
+    bound: int = 0
+    lower: bool = True
+
+
+@dataclass(frozen=True)
+class PatternParams(Params):
+    pattern: str = ""
+    format: str | None = None
+
+
+@dataclass(frozen=True)
+class ValuesParams(Params):  # accepted_values, missing_values
+    values: list[Any] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class InvalidParams(Params):
+    valid_values: list[Any] | None = None
+    pattern: str | None = None
+
+
+@dataclass(frozen=True)
+class MultipleParams(Params):
+    divisor: float = 1
+
+
+@dataclass(frozen=True)
+class FreshnessParams(Params):
+    max_age_seconds: float = 0
+    logical_type: str | None = None
+
+
+@dataclass(frozen=True)
+class RelationshipParams(Params):
+    columns: list[str] = field(default_factory=list)
+    target_object: str = ""
+    target_table: str = ""
+    target_columns: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SqlParams(Params):
+    query: str = ""
+
+
+@dataclass(frozen=True)
+class SchemaParams(Params):
+    columns: list[dict[str, Any]] = field(default_factory=list)  # name, physical_type, logical_type, required
+
+
+PARAMS: dict[str, type[Params]] = {
+    "schema": SchemaParams, "not_null": Params, "null_values": Params, "row_count": Params,
+    "unique": KeyParams, "primary_key": KeyParams, "duplicate_values": KeyParams,
+    "range": RangeParams, "length": LengthParams, "pattern": PatternParams, "multiple_of": MultipleParams,
+    "accepted_values": ValuesParams, "missing_values": ValuesParams, "invalid_values": InvalidParams,
+    "freshness": FreshnessParams, "relationship": RelationshipParams, "sql": SqlParams,
+}
+
+
+def params_for(kind: str, given: Mapping[str, Any]) -> Params:
+    """The typed parameters of a kind; an undeclared key raises TypeError (a compiler bug)."""
+    return PARAMS.get(kind, Params)(**dict(given))
+
+
 @dataclass(frozen=True)
 class CheckPlan:
     """One Dagster asset check: one ODCS clause (or, for a compound key, the clauses it joins)."""
@@ -71,9 +177,13 @@ class CheckPlan:
     conditions: tuple[Condition, ...] = ()
     unit: str = "rows"  # rows or percent (of all rows)
     dimension: str | None = None
-    params: dict[str, Any] = field(default_factory=dict)  # what the engine needs for this kind
+    params: Params = field(default_factory=Params)  # what the engine needs for this kind (a dict is typed here)
     clauses: tuple[str, ...] = ()  # every clause pointer this check enforces (starts with `clause`)
     rule_name: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.params, PARAMS.get(self.kind, Params)):
+            object.__setattr__(self, "params", params_for(self.kind, self.params or {}))
 
     @property
     def blocking(self) -> bool:

@@ -353,3 +353,14 @@ def test_a_v30_role_with_keys_v31_closed_is_accepted(tmp_path):
     path.write_text(contract_text(api="v3.0.0").replace("logicalType: timestamp", "logicalType: date")
                     + "roles:\n  - {role: analyst, access: read, approvalProcess: ticket}\n")
     assert load_contracts([path]).problems == []
+
+
+def test_each_kind_declares_its_parameters():
+    """A key a kind does not declare is an error where the plan is built, not a crash where it runs."""
+    ok = CheckPlan("x", "range", "/p", "t", "a", "ERROR", "", params={"column": "a", "bound": 1, "lower": True,
+                                                                        "strict": False})
+    assert ok.params["bound"] == 1 and ok.params.get("format") is None and dict(ok.params)["lower"] is True
+    with pytest.raises(TypeError, match="colum"):
+        CheckPlan("x", "range", "/p", "t", "a", "ERROR", "", params={"colum": "a", "bound": 1})
+    with pytest.raises(KeyError):
+        ok.params["pattern"]  # noqa: B018 - a range has no pattern
