@@ -108,14 +108,16 @@ def engine_for(connection: Connection) -> sa.Engine:
     elif connection.url.get_backend_name() == "postgresql":
         kwargs["connect_args"] = {"connect_timeout": 10}
     engine = sa.create_engine(connection.url, **kwargs)
-    if connection.files is not None:
-        allowed = connection.files.allowed()
+    if connection.url.get_backend_name() == "duckdb":
+        allowed = connection.files.allowed() if connection.files is not None else None
 
         @sa.event.listens_for(engine, "connect")
         def confine(dbapi_connection, _record) -> None:
-            # an in-memory session that may read the server's files and nothing else, and that no
-            # statement can reconfigure (DuckDB refuses these settings in its connect config)
-            dbapi_connection.execute("SET allowed_directories = $1", [allowed])
+            # A contract may come from another team: its session reads its own database (or, for a
+            # file server, the server's folder) and nothing else of the host, and no statement can
+            # change that (DuckDB takes these settings only after connecting).
+            if allowed is not None:
+                dbapi_connection.execute("SET allowed_directories = $1", [allowed])
             dbapi_connection.execute("SET enable_external_access = false")
             dbapi_connection.execute("SET lock_configuration = true")
     return engine
