@@ -25,14 +25,52 @@ _WRITES = tuple(
                  "Use", "Pragma", "Analyze", "Refresh", "LoadData", "Attach", "Detach", "Install", "Lock")
     if hasattr(exp, name)
 )
-# Functions that change state even inside a SELECT.
-_SIDE_EFFECT_FUNCTIONS = {
-    "nextval", "setval", "pg_terminate_backend", "pg_cancel_backend", "pg_reload_conf", "set_config",
-    "lo_import", "lo_export", "lo_unlink", "lo_creat", "lo_create", "lo_put", "lo_from_bytea", "lo_truncate",
-    "pg_logical_emit_message", "pg_switch_wal", "pg_create_restore_point", "dblink_exec", "dblink", "pg_advisory_lock",
-    "pg_read_file", "pg_read_binary_file", "pg_ls_dir", "pg_sleep", "query_table", "read_csv",
-    "read_csv_auto", "read_parquet", "read_json", "read_json_auto", "read_text", "read_blob",
+# The allow-list: the function families a data-quality rule needs, all read-only and local to the
+# rows they are given. Anything else is refused: functions that run SQL given as text
+# (query_to_xml, query), touch files or the network (read_csv, pg_read_file, dblink), the session
+# (set_config), locks, statistics, sequences, large objects, and every name not listed here.
+FUNCTION_FAMILIES: dict[str, set[str]] = {
+    "aggregate": {"count", "count_if", "countif", "sum", "avg", "mean", "min", "max", "median", "mode", "stddev",
+                  "stddev_pop", "stddev_samp", "variance", "var_pop", "var_samp", "variance_pop", "variance_samp",
+                  "bool_and", "bool_or", "logical_and", "logical_or", "every", "any_value", "approx_distinct",
+                  "approx_count_distinct", "group_concat", "string_agg", "listagg", "array_agg", "percentile_cont",
+                  "percentile_disc", "quantile", "quantile_cont", "quantile_disc", "corr", "covar_pop",
+                  "covar_samp", "first", "last", "arg_max", "arg_min", "argmax", "argmin", "max_by", "min_by",
+                  "approx_quantile", "sum_if", "avg_if", "filter"},
+    "string": {"lower", "upper", "length", "char_length", "character_length", "octet_length", "bit_length",
+               "trim", "ltrim", "rtrim", "btrim", "substring", "substr", "left", "right", "replace", "concat",
+               "concat_ws", "dpipe", "position", "strpos", "str_position", "instr", "split_part", "reverse",
+               "repeat", "lpad", "rpad", "pad", "initcap", "starts_with", "startswith", "ends_with", "endswith",
+               "contains", "regexp_like", "regexp_ilike", "regexp_matches", "regexp_replace", "regexp_extract",
+               "regexp_full_match", "regexp_count", "regexp_substr", "like", "ilike", "md5", "sha256", "ascii",
+               "chr", "translate", "to_char", "format", "printf", "unicode", "strlen", "len", "levenshtein",
+               "split", "string_split", "string_to_array"},
+    "math": {"abs", "round", "floor", "ceil", "ceiling", "mod", "power", "pow", "sqrt", "cbrt", "ln", "log",
+             "log10", "log2", "exp", "greatest", "least", "sign", "trunc", "truncate", "div", "intdiv", "safe_divide",
+             "pi", "degrees", "radians", "isnan", "isinf", "is_nan", "is_inf"},
+    "date and time": {"date_trunc", "timestamp_trunc", "datetime_trunc", "time_trunc", "date_part", "datepart",
+                      "extract", "now", "current_date", "current_timestamp", "current_time", "current_datetime",
+                      "localtimestamp", "localtime", "age", "datediff", "date_diff", "timestamp_diff",
+                      "timestampdiff", "datetime_diff", "date_add", "date_sub", "dateadd", "timestamp_add",
+                      "timestamp_sub", "ts_or_ds_add", "ts_or_ds_diff", "to_date", "to_timestamp", "str_to_time",
+                      "str_to_date", "time_to_str", "time_str_to_time", "time_str_to_date", "ts_or_ds_to_date",
+                      "strftime", "strptime", "make_date", "make_timestamp", "epoch", "epoch_ms", "unix_to_time",
+                      "time_to_unix", "date", "day", "dayofweek", "dayofmonth", "dayofyear", "week", "weekofyear",
+                      "month", "quarter", "year", "hour", "minute", "second", "last_day", "date_from_parts",
+                      "justify_interval", "make_interval", "to_days", "to_hours", "to_minutes", "to_seconds"},
+    "cast and condition": {"cast", "try_cast", "trycast", "coalesce", "nullif", "case", "if", "iff", "ifnull",
+                           "nvl", "nvl2", "try", "typeof", "is_null", "between", "in", "isnull"},
+    "window": {"row_number", "rank", "dense_rank", "lag", "lead", "first_value", "last_value", "nth_value",
+               "ntile", "percent_rank", "cume_dist"},
+    "generator": {"range", "generate_series", "exploding_generate_series", "unnest", "explode"},
+    "logic and JSON": {"and", "or", "xor", "not", "exists", "collate", "json_extract", "json_extract_scalar",
+                       "jsonb_extract", "jsonb_extract_scalar", "jsonb_contains", "json_array_contains",
+                       "array_contains", "array_position", "array_length", "array_size", "list_contains",
+                       "cardinality"},
 }
+ALLOWED_FUNCTIONS = set().union(*FUNCTION_FAMILIES.values())
+# a table reference that names a file: DuckDB reads it (a replacement scan) when no such table exists
+_FILE_LIKE = re.compile(r"[/\\:]|\.(csv|tsv|txt|parquet|json|jsonl|ndjson|gz|zst|xlsx?|arrow|avro)$", re.I)
 
 
 @dataclass(frozen=True)
@@ -86,8 +124,13 @@ def read_only_refusal(sql: str, dialect: str | None) -> str | None:
     for node in root.walk():
         if isinstance(node, _WRITES):
             return f"the query contains {node.key.upper()}; only reads are allowed"
+        if isinstance(node, exp.Lock):
+            return "the query locks rows (FOR UPDATE/SHARE); only plain reads are allowed"
         if isinstance(node, exp.Func):
             name = (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
-            if name in _SIDE_EFFECT_FUNCTIONS:
-                return f"the query calls {name}(), which has side effects"
+            if name not in ALLOWED_FUNCTIONS:
+                return (f"the query calls {name}(), which is not on the allow-list of read-only functions "
+                        f"({', '.join(FUNCTION_FAMILIES)})")
+        if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier) and _FILE_LIKE.search(node.name):
+            return f"the query reads {node.name!r}, which names a file, not a table of the server"
     return None

@@ -88,7 +88,8 @@ def hostile_contract(cluster) -> dict:
          "mustBe": 0},
         {"type": "sql", "name": "lock_rows", "query": "SELECT COUNT(*) FROM (SELECT * FROM {object} FOR UPDATE) s",
          "mustBe": 0},
-        # a function that writes looks like any SELECT to a parser: the read-only transaction stops it
+        # a function that writes looks like any SELECT to a parser: the allow-list refuses it (and the
+        # read-only transaction would stop it: test_the_read_only_transaction_stops_a_writing_function)
         {"type": "sql", "name": "sneaky_function", "query": "SELECT sneaky()", "mustBe": 0},
         {"type": "sql", "name": "comment_escape", "query": "SELECT COUNT(*) FROM {object} -- ; DROP TABLE x", "mustBe": 2},
     ]
@@ -130,7 +131,8 @@ def test_hostile_contracts_change_nothing_whatever_the_role_may_do(cluster, ware
     refused = {p.path.split(".")[-2] if p.path else "" for p in loaded.errors if "SQL rule refused" in p.message}
     plan = loaded.plans[0]
     will_fail = {c.name: c.params["refusal"] for c in plan.objects[0].checks if c.params.get("refusal")}
-    assert len(will_fail) == 7, will_fail  # the seven writing or locking rules, each a check that fails
+    # the eight writing, locking or unlisted-function rules, each a check that fails
+    assert len(will_fail) == 8, will_fail
     assert refused  # and `validate` reports them as errors
 
     before = table_stats(warehouse)
@@ -156,9 +158,9 @@ def test_hostile_contracts_change_nothing_whatever_the_role_may_do(cluster, ware
     assert results["comment_escape"].passed and results["comment_escape"].observed == 2
     pattern = next(r for r in results.values() if r.kind == "pattern")
     assert pattern.passed and pattern.error is None  # both values match: the evil one literally
-    # the rule the parser let through was stopped by the read-only transaction, and says so
+    # a function that is not on the allow-list never runs
     sneaky = results["sneaky_function"]
-    assert not sneaky.passed and "read-only transaction" in sneaky.error, sneaky.error
+    assert not sneaky.passed and "not on the allow-list" in sneaky.error, sneaky.error
     assert password not in repr([r.to_json() for r in results.values()])
     for name, refusal in will_fail.items():  # each refused rule failed on its own, with its reason
         assert not results[name].passed and results[name].error == f"not run: {refusal}", name
@@ -278,3 +280,17 @@ def test_the_password_appears_nowhere(cluster, warehouse, tmp_path, monkeypatch,
     assert stored  # the event log database and compute logs
     for file in stored:
         assert READER_PW.encode() not in file.read_bytes(), file
+
+
+@pytest.mark.parametrize("role,password", [("dq_reader", READER_PW), ("dq_writer", WRITER_PW)])
+def test_the_read_only_transaction_stops_a_writing_function(cluster, warehouse, role, password):
+    """The second lock, behind the allow-list: whatever a query calls, it runs read-only."""
+    from dq_contracts.runner import read_only
+
+    before = table_stats(warehouse)
+    engine = sa.create_engine(f"postgresql+psycopg2://{role}:{password}@127.0.0.1:{cluster.port}/wh")
+    with pytest.raises(sa.exc.DBAPIError, match="read-only transaction"):
+        with read_only(engine, 10) as connection:
+            connection.exec_driver_sql("SELECT sneaky()")
+    engine.dispose()
+    assert table_stats(warehouse) == before
