@@ -79,6 +79,35 @@ def warehouse(request, tmp_path):
     return lambda rows, name="w": fill(sa.create_engine(url), rows)
 
 
+def parquet_server(tmp_path, rows) -> tuple[sa.Engine, object]:
+    """The same rows as a parquet file of a `local` file server: (engine, files)."""
+    from dq_contracts.connections import connection_for, engine_for
+
+    writer = fill(sa.create_engine(f"duckdb:///{tmp_path / 'source.duckdb'}"), rows)
+    with writer.begin() as c:
+        c.execute(sa.text('COPY "TABLE" TO :path (FORMAT parquet)').bindparams(
+            path=str(tmp_path / "TABLE.parquet")))
+    writer.dispose()
+    connection = connection_for({"server": "lake", "type": "local", "format": "parquet",
+                                 "path": "{model}.parquet"}, {}, str(tmp_path))
+    return engine_for(connection), connection.files
+
+
+@pytest.mark.parametrize("rows, failing", [(GOOD, {"positive"}), (BAD, "all")], ids=["good", "bad"])
+def test_the_clause_matrix_on_a_file_server(plan, tmp_path, rows, failing):
+    engine, files = parquet_server(tmp_path, rows)
+    results = {r.name: r for r in run_object(plan, plan.objects[0], engine, now=NOW, files=files)}
+    assert len(results) == len(plan.objects[0].checks)
+    if failing == "all":
+        assert [n for n, r in results.items() if r.passed and n != "schema"] == []
+        assert results["id__primary_key"].observed == 2 and results["parent__references_t"].samples == [7]
+        assert results["kind__missing_values"].observed == pytest.approx(100 * 5 / 6)
+    else:
+        assert {n for n, r in results.items() if not r.passed} == failing
+        assert results["schema"].passed  # parquet keeps the types; DuckDB reads them back
+    assert "not run on file servers" in results["positive"].error  # a SQL rule has no table name here
+
+
 @pytest.fixture(scope="module")
 def plan(tmp_path_factory):
     path = tmp_path_factory.mktemp("c") / "m.odcs.yaml"
