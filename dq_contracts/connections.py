@@ -1,11 +1,18 @@
-"""SQLAlchemy engines from ODCS `servers` entries. Credentials come only from the environment.
+"""SQLAlchemy engines from ODCS `servers` entries. Credentials and endpoints come from the operator.
 
-For a server named `prod` (its `server` key), these variables are read, upper-cased with every
-non-alphanumeric character turned into `_`:
+A contract may be written by another team than the one whose credentials run it, so it may say
+which of the operator's servers it means, never where credentials go. For a server named `prod`
+(its `server` key; upper-cased, every other character turned into `_`), the operator declares:
 
-* `DQ_CONTRACTS_PROD_URL`: a full SQLAlchemy URL, used as is (it wins over everything else);
-* `DQ_CONTRACTS_PROD_USER` and `DQ_CONTRACTS_PROD_PASSWORD`: joined to the contract's host, port
-  and database.
+* `DQ_CONTRACTS_PROD_URL`: the whole endpoint, a SQLAlchemy URL with its credentials; or
+* `DQ_CONTRACTS_PROD_HOST` (and `_PORT`, `_DATABASE`), with `_USER` and `_PASSWORD`;
+* optionally `_SSLMODE` and `_REQUIRE_AUTH` (libpq's `sslmode` and `require_auth`, e.g. `verify-full`,
+  `scram-sha-256`), added to the connection.
+
+The WarehouseResource's settings stand for the same variables. A contract whose server names a
+host, port or database other than the operator's gets an error and no connection attempt; a
+server the operator declared no endpoint for gets an error too: nothing is ever sent to a host
+that only the contract names.
 
 A relative DuckDB `database` path is read from the folder of the contract file that declares it,
 so a contract means the same file from `dagster dev`, `dg`, the CLI and any working directory.
@@ -74,6 +81,9 @@ def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None 
     schema = server.get("schema")
     if environ.get(f"{prefix}_URL"):
         url = sa.make_url(environ[f"{prefix}_URL"])
+        if kind not in ("duckdb", *FILE_SERVER_TYPES):
+            url = url.update_query_dict(_tls(environ, prefix))
+            _agrees(server, url, name, f"{prefix}_URL")
         return Connection(url, schema, tuple(s for s in (url.password,) if s))
     if kind in FILE_SERVER_TYPES and str(server.get("format", "")).lower() in FILE_FORMATS:
         path = str(server.get("path") or "")
@@ -89,16 +99,44 @@ def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None 
     if kind not in DRIVERS:
         raise ValueError(f"server {name!r}: type {kind!r} has no driver here; set {prefix}_URL to a "
                          "SQLAlchemy URL for it")
+    if not environ.get(f"{prefix}_HOST"):
+        raise EndpointError(f"server {name!r}: no endpoint declared by the operator; set {prefix}_URL, or "
+                            f"{prefix}_HOST (with _PORT, _DATABASE, _USER, _PASSWORD). Credentials are never "
+                            "sent to a host that only the contract names")
     password = environ.get(f"{prefix}_PASSWORD")
+    port = environ.get(f"{prefix}_PORT")
     url = sa.URL.create(
         DRIVERS[kind],
         username=environ.get(f"{prefix}_USER"),
         password=password,
-        host=server.get("host"),
-        port=int(server["port"]) if server.get("port") not in (None, "") else None,
-        database=server.get("database"),
+        host=environ[f"{prefix}_HOST"],
+        port=int(port) if port else None,
+        database=environ.get(f"{prefix}_DATABASE") or server.get("database"),
+        query=_tls(environ, prefix),
     )
+    _agrees(server, url, name, f"{prefix}_HOST/_PORT/_DATABASE")
     return Connection(url, schema, tuple(s for s in (password,) if s))
+
+
+class EndpointError(ValueError):
+    """The contract's server and the operator's endpoint disagree, or there is no endpoint."""
+
+
+def _tls(environ: Mapping[str, str], prefix: str) -> dict[str, str]:
+    return {key: environ[f"{prefix}_{key.upper()}"] for key in ("sslmode", "require_auth")
+            if environ.get(f"{prefix}_{key.upper()}")}
+
+
+def _agrees(server: Mapping[str, Any], url: sa.URL, name: str, declared: str) -> None:
+    """A host, port or database the contract names must be the operator's: else no connection."""
+    for key, ours in (("host", url.host), ("port", url.port), ("database", url.database)):
+        theirs = server.get(key)
+        if theirs in (None, "") or ours in (None, ""):
+            continue
+        if str(theirs).strip().lower() != str(ours).strip().lower():
+            raise EndpointError(f"server {name!r}: the contract says {key} {theirs!r}, the operator's {declared} "
+                                f"says {ours!r}; not connecting (make them agree, or leave {key} out of the "
+                                "contract)")
 
 
 def engine_for(connection: Connection) -> sa.Engine:

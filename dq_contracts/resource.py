@@ -3,7 +3,7 @@
 Settings per ODCS server name; anything not set here falls back to the `DQ_CONTRACTS_<SERVER>_*`
 environment variables (see connections.py), so the resource works with no configuration at all:
 
-    WarehouseResource(servers={"prod": ServerSettings(user=dg.EnvVar("WH_USER"),
+    WarehouseResource(servers={"prod": ServerSettings(host="db.internal", user=dg.EnvVar("WH_USER"),
                                                       password=dg.EnvVar("WH_PASSWORD"))})
 """
 
@@ -19,9 +19,16 @@ from dq_contracts.runner import DEFAULT_TIMEOUT_SECONDS
 
 
 class ServerSettings(dg.Config):
-    url: str | None = Field(default=None, description="A full SQLAlchemy URL; wins over the rest")
-    user: str | None = Field(default=None, description="User joined to the contract's host, port, database")
+    """The operator's endpoint for one ODCS server: credentials go here and nowhere else."""
+
+    url: str | None = Field(default=None, description="The whole endpoint as a SQLAlchemy URL; wins over the rest")
+    host: str | None = Field(default=None, description="Host the credentials are sent to (required without url)")
+    port: int | None = Field(default=None, description="Port on that host")
+    database: str | None = Field(default=None, description="Database (default: the contract's)")
+    user: str | None = Field(default=None, description="User")
     password: str | None = Field(default=None, description="Password; pass it as dg.EnvVar(...)")
+    sslmode: str | None = Field(default=None, description="libpq sslmode, e.g. verify-full")
+    require_auth: str | None = Field(default=None, description="libpq require_auth, e.g. scram-sha-256")
 
 
 class WarehouseResource(dg.ConfigurableResource):
@@ -38,7 +45,8 @@ class WarehouseResource(dg.ConfigurableResource):
         environ = dict(os.environ)
         for name, settings in self.servers.items():
             prefix = env_prefix(name)
-            for key, value in (("URL", settings.url), ("USER", settings.user), ("PASSWORD", settings.password)):
-                if value:
-                    environ[f"{prefix}_{key}"] = value
+            for key in ("url", "host", "port", "database", "user", "password", "sslmode", "require_auth"):
+                value = getattr(settings, key)
+                if value not in (None, ""):
+                    environ[f"{prefix}_{key.upper()}"] = str(value)
         return environ

@@ -12,7 +12,8 @@ from dq_contracts.runner import scrub
 def test_postgres_credentials_come_from_the_environment():
     server = {"server": "prod-eu", "type": "postgres", "host": "127.0.0.1", "port": 5432, "database": "wh",
               "schema": "analytics"}
-    connection = connection_for(server, {"DQ_CONTRACTS_PROD_EU_USER": "reader",
+    connection = connection_for(server, {"DQ_CONTRACTS_PROD_EU_HOST": "127.0.0.1", "DQ_CONTRACTS_PROD_EU_PORT": "5432",
+                                         "DQ_CONTRACTS_PROD_EU_USER": "reader",
                                          "DQ_CONTRACTS_PROD_EU_PASSWORD": "s3cr#t"})
     assert connection.url.username == "reader" and connection.url.password == "s3cr#t"
     assert connection.url.host == "127.0.0.1" and connection.url.database == "wh"
@@ -22,7 +23,7 @@ def test_postgres_credentials_come_from_the_environment():
 
 
 def test_a_full_url_wins():
-    connection = connection_for({"server": "x", "type": "postgres", "host": "h"},
+    connection = connection_for({"server": "x", "type": "postgres"},
                                 {"DQ_CONTRACTS_X_URL": "postgresql+psycopg2://u:pw@db:5433/other"})
     assert connection.url.host == "db" and connection.url.port == 5433 and connection.secrets == ("pw",)
 

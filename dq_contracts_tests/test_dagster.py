@@ -294,7 +294,7 @@ schema:
 """)
     os.environ["TEST_WH_PASSWORD"] = url.password
     try:
-        resource = WarehouseResource(servers={"prod": {"user": url.username,
+        resource = WarehouseResource(servers={"prod": {"host": url.host, "port": url.port, "user": url.username,
                                                        "password": dg.EnvVar("TEST_WH_PASSWORD")}})
         defs = build_contract_defs(contract, resource=resource)
         result = defs.resolve_job_def("pg__checks").execute_in_process(instance=dg.DagsterInstance.ephemeral())

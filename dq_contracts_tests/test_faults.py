@@ -38,7 +38,10 @@ def pg_server(url: str) -> dict:
 
 
 def pg_env(url: str, password: str = PASSWORD) -> dict:
-    return {"DQ_CONTRACTS_PG_USER": "postgres", "DQ_CONTRACTS_PG_PASSWORD": password}
+    """The operator's endpoint and credentials for server `pg`."""
+    parsed = sa.make_url(url)
+    return {"DQ_CONTRACTS_PG_HOST": parsed.host, "DQ_CONTRACTS_PG_PORT": str(parsed.port),
+            "DQ_CONTRACTS_PG_USER": "postgres", "DQ_CONTRACTS_PG_PASSWORD": password}
 
 
 @pytest.fixture(params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -203,7 +206,8 @@ def test_an_unreachable_server_fails_every_check(tmp_path):
     server = {"server": "pg", "type": "postgres", "host": "127.0.0.1", "port": free_port(), "database": "x",
               "schema": "public"}
     plan, _ = plan_of(tmp_path, contract(server, [{"name": "a", "logicalType": "integer", "required": True}]))
-    with Warehouses({"DQ_CONTRACTS_PG_PASSWORD": "pw-never-shown"}) as warehouses:
+    with Warehouses({"DQ_CONTRACTS_PG_HOST": "127.0.0.1", "DQ_CONTRACTS_PG_PORT": str(server["port"]),
+                     "DQ_CONTRACTS_PG_PASSWORD": "pw-never-shown"}) as warehouses:
         results = run_contract(plan, warehouses)
     assert results and all(not r.passed and "Connection refused" in r.error for r in results)
     assert "pw-never-shown" not in repr([r.to_json() for r in results])

@@ -144,7 +144,8 @@ def test_hostile_contracts_change_nothing_whatever_the_role_may_do(cluster, ware
     control = table_stats(warehouse)
     assert control["writes"]["items"][0] == before["writes"]["items"][0] + 1
 
-    environ = {"DQ_CONTRACTS_WH_USER": role, "DQ_CONTRACTS_WH_PASSWORD": password}
+    environ = {"DQ_CONTRACTS_WH_HOST": "127.0.0.1", "DQ_CONTRACTS_WH_PORT": str(cluster.port),
+               "DQ_CONTRACTS_WH_USER": role, "DQ_CONTRACTS_WH_PASSWORD": password}
     with Warehouses(environ) as warehouses:
         results = {r.name: r for r in run_contract(plan, warehouses)}
     after = table_stats(warehouse)
@@ -177,6 +178,8 @@ def test_a_server_stopped_in_the_middle_of_a_run(cluster, warehouse, tmp_path, m
                 "quality": [{"type": "sql", "name": "some_rows", "query": "SELECT COUNT(*) FROM {object}",
                              "mustBeGreaterThan": 0}]}]}
     path = write(tmp_path, doc)
+    monkeypatch.setenv("DQ_CONTRACTS_WH_HOST", "127.0.0.1")
+    monkeypatch.setenv("DQ_CONTRACTS_WH_PORT", str(cluster.port))
     monkeypatch.setenv("DQ_CONTRACTS_WH_USER", "dq_reader")
     monkeypatch.setenv("DQ_CONTRACTS_WH_PASSWORD", READER_PW)
     defs = build_contract_defs(path)
@@ -217,6 +220,8 @@ def test_a_table_dropped_between_plan_and_run(cluster, warehouse, tmp_path, monk
            "servers": [server(cluster)],
            "schema": [{"name": "items", "properties": [{"name": "id", "logicalType": "integer", "required": True}]},
                       {"name": "x", "properties": [{"name": "a", "logicalType": "integer", "required": True}]}]}
+    monkeypatch.setenv("DQ_CONTRACTS_WH_HOST", "127.0.0.1")
+    monkeypatch.setenv("DQ_CONTRACTS_WH_PORT", str(cluster.port))
     monkeypatch.setenv("DQ_CONTRACTS_WH_USER", "dq_reader")
     monkeypatch.setenv("DQ_CONTRACTS_WH_PASSWORD", READER_PW)
     defs = build_contract_defs(write(tmp_path, doc))
@@ -241,8 +246,12 @@ def test_the_password_appears_nowhere(cluster, warehouse, tmp_path, monkeypatch,
                {"name": "price", "logicalType": "number", "logicalTypeOptions": {"maximum": 5}}]},
                {"name": "gone", "properties": [{"name": "a", "logicalType": "integer", "required": True}]}]}
     path = write(tmp_path, doc)
+    monkeypatch.setenv("DQ_CONTRACTS_WH_HOST", "127.0.0.1")
+    monkeypatch.setenv("DQ_CONTRACTS_WH_PORT", str(cluster.port))
     monkeypatch.setenv("DQ_CONTRACTS_WH_USER", "dq_reader")
     monkeypatch.setenv("DQ_CONTRACTS_WH_PASSWORD", READER_PW)
+    monkeypatch.setenv("DQ_CONTRACTS_DOWN_HOST", "127.0.0.1")
+    monkeypatch.setenv("DQ_CONTRACTS_DOWN_PORT", "1")
     monkeypatch.setenv("DQ_CONTRACTS_DOWN_USER", "dq_reader")
     monkeypatch.setenv("DQ_CONTRACTS_DOWN_PASSWORD", READER_PW)
     home = tmp_path / "home"
