@@ -80,6 +80,17 @@ def scrub(message: str, secrets: Iterable[str] = ()) -> str:
     return text.splitlines()[0][:500] if text else text
 
 
+_QUOTED = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"")
+_VALUE = re.compile(r"(\bvalue\s+)(\S+)", re.I)
+
+
+def redact_literals(message: str) -> str:
+    """A database error without the values it quotes (`invalid input syntax for type integer:
+    "999-88-7777"`), keeping its kind and position: for checks that touch a classified column, and
+    every SQL rule, whose errors could otherwise carry a classified value out of the database."""
+    return _VALUE.sub(r"\1…", _QUOTED.sub(lambda m: m.group(0)[0] + "…" + m.group(0)[0], message))
+
+
 class StatementTimeout(Exception):
     """A query ran longer than the statement timeout and was cancelled."""
 
@@ -149,9 +160,16 @@ def run_object(
                            check.kind, check.severity, threshold=check.threshold_text(), unit=check.unit,
                            **kwargs)
 
+    classified = {c.physical_name for c in obj.columns if c.classified}
+
     def failure(check: CheckPlan, exc: BaseException, sql: str | None = None) -> CheckResult:
         text = str(exc) if isinstance(exc, Unmeasurable) else f"{type(exc).__name__}: {exc}"
-        return result(check, passed=False, error=scrub(text, secrets), sql=sql)
+        text = scrub(text, secrets)
+        if not isinstance(exc, Unmeasurable) and (check.kind == "sql" or classified & set(_named_columns(check))
+                                                  or (classified and check.kind != "schema"
+                                                      and isinstance(exc, _TRANSIENT))):
+            text = redact_literals(text)
+        return result(check, passed=False, error=text, sql=sql)
 
     runnable = []
     for check in checks:

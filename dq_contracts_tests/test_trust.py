@@ -171,3 +171,131 @@ def test_tls_settings_reach_the_driver():
                                 {"DQ_CONTRACTS_PROD_HOST": "db.internal", "DQ_CONTRACTS_PROD_SSLMODE": "verify-full",
                                  "DQ_CONTRACTS_PROD_REQUIRE_AUTH": "scram-sha-256"})
     assert connection.url.query == {"sslmode": "verify-full", "require_auth": "scram-sha-256"}
+
+
+# --- no classified value leaves the database ---------------------------------------------------------
+
+PLANTED = "999-88-7777"  # in a restricted column, and nowhere else
+PLANTED_TIME = "2026-05-31 07:41:13"  # the newest value of a classified timestamp column
+
+
+def classified_contract(server: dict) -> dict:
+    return {"apiVersion": "v3.1.0", "kind": "DataContract", "id": "pii", "version": "1.0.0", "status": "active",
+            "servers": [server],
+            "schema": [
+                {"name": "people", "properties": [
+                    {"name": "id", "logicalType": "integer"},
+                    {"name": "ssn", "logicalType": "number", "classification": "restricted",
+                     "logicalTypeOptions": {"multipleOf": 1}},  # stored as text: a cast error quoting it
+                    {"name": "tax_id", "logicalType": "string", "classification": "restricted",
+                     "logicalTypeOptions": {"pattern": "^[0-9]+$"},  # a pattern miss
+                     "relationships": [{"to": "known.ssn"}],  # an orphan
+                     "quality": [{"metric": "duplicateValues", "arguments": {"properties": ["tax_id", "id"]},
+                                  "mustBe": 0}]},
+                    {"name": "seen_at", "logicalType": "timestamp", "classification": "pii"}],
+                 "quality": [{"type": "sql", "name": "ssn_as_number",
+                              "query": "SELECT COUNT(*) FROM {object} WHERE CAST(ssn AS INTEGER) > 0", "mustBe": 0}]},
+                {"name": "known", "properties": [{"name": "ssn", "logicalType": "string",
+                                                  "classification": "restricted"}]}],
+            "slaProperties": [{"property": "latency", "value": 1, "unit": "d", "element": "people.seen_at"}]}
+
+
+def test_no_classified_value_leaves_the_database_by_any_path(warehouse_any, tmp_path, capfd):
+    import dagster as dg
+
+    from dq_contracts import build_contract_defs
+    from dq_contracts.resource import WarehouseResource
+
+    server, environ, writer = warehouse_any
+    with writer.begin() as c:
+        c.exec_driver_sql("CREATE TABLE people (id INTEGER, ssn VARCHAR(20), tax_id VARCHAR(20), seen_at TIMESTAMP)")
+        c.exec_driver_sql(f"INSERT INTO people VALUES (1, '{PLANTED}', '{PLANTED}', '{PLANTED_TIME}'), "
+                          f"(1, '{PLANTED}', '{PLANTED}', '2026-05-30 00:00:00')")
+        c.exec_driver_sql("CREATE TABLE known (ssn VARCHAR(20))")
+    writer.dispose()
+    path = tmp_path / "pii.odcs.yaml"
+    path.write_text(yaml.safe_dump(classified_contract(server)))
+    outputs = []
+    env = {**__import__("os").environ, **environ}
+    for args in (["check", str(path)], ["check", str(path), "--format", "json"]):
+        proc = subprocess.run([sys.executable, "-m", "dq_contracts.cli", *args], env=env, capture_output=True,
+                              text=True, timeout=120, check=False)
+        outputs += [proc.stdout, proc.stderr]
+    results = {r["name"]: r for r in json.loads(outputs[2])["results"]}
+    # every path was taken: each of these failed, with an error or without samples
+    assert "ssn__multiple_of" in results and not results["ssn__multiple_of"]["passed"]
+    assert results["ssn__multiple_of"]["error"] and not results["ssn_as_number"]["passed"]
+    assert results["ssn_as_number"]["error"]
+    for name in ("tax_id__pattern", "tax_id__references_known", "tax_id__duplicate_values"):
+        assert not results[name]["passed"] and results[name]["samples"] == [], name
+    assert "seen_at__freshness" in results and "newest_withheld" in results["seen_at__freshness"]["details"]
+
+    home = tmp_path / "home"
+    home.mkdir()
+    resource = WarehouseResource(servers={server["server"]: {k.split("_")[-1].lower(): v for k, v in environ.items()}})
+    with dg.DagsterInstance.local_temp(str(home)) as instance:
+        defs = build_contract_defs(path, resource=resource)
+        result = defs.resolve_job_def("pii__checks").execute_in_process(instance=instance, raise_on_error=False)
+        assert len(result.get_asset_check_evaluations()) == len(results) + 1  # people and known
+        outputs += [repr(r) for r in instance.all_logs(result.run_id)]
+        sensor = defs.resolve_sensor_def("dq_contracts_freshness")
+        tick = sensor.evaluate_tick(dg.build_sensor_context(instance=instance, resources={"dq_warehouse": resource}))
+        outputs += [repr(tick.asset_events), str(tick.cursor)]
+    captured = capfd.readouterr()
+    outputs += [captured.out, captured.err]
+    stored = b"".join(p.read_bytes() for p in home.rglob("*") if p.is_file())
+    for value in (PLANTED, PLANTED_TIME, PLANTED_TIME.replace(" ", "T")):
+        assert value.encode() not in stored, value
+        assert not any(value in o for o in outputs), (value, [o for o in outputs if value in o][:1])
+
+
+@pytest.fixture(params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])
+def warehouse_any(request, tmp_path):
+    """(server, operator environment, writable engine) on DuckDB or PostgreSQL."""
+    if request.param == "duckdb":
+        path = tmp_path / "wh.duckdb"
+        return {"server": "local", "type": "duckdb", "database": str(path)}, {}, sa.create_engine(f"duckdb:///{path}")
+    from dq_contracts_tests.test_faults import pg_env, pg_server
+
+    url = request.getfixturevalue("pg_database")
+    return pg_server(url), pg_env(url), sa.create_engine(url)
+
+
+# --- the allow-list reads SQL as the server does --------------------------------------------------------
+
+SPLIT_FORMS = [
+    # (a rule's query, whether it is one statement) — comments, dollar quoting, escapes hide semicolons
+    ("SELECT COUNT(*) FROM t /* ; DROP TABLE t */", True),
+    ("SELECT COUNT(*) FROM t -- ; DROP TABLE t", True),
+    ("SELECT COUNT(*) FROM t WHERE 'a;b' <> ''", True),
+    ("SELECT COUNT(*) FROM t WHERE 'it''s;' <> ''", True),
+    ("SELECT COUNT(*) FROM t WHERE $$;DROP TABLE t;$$ <> ''", True),
+    ("SELECT COUNT(*) FROM t WHERE $x$;DROP TABLE t;$x$ <> ''", True),
+    ("SELECT COUNT(*) FROM t WHERE U&'\\0041;' <> ''", True),
+    ("SELECT COUNT(*) FROM t; DROP TABLE t", False),
+    ("SELECT COUNT(*) FROM t;/* */DROP TABLE t", False),
+]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("query, one", SPLIT_FORMS, ids=[q for q, _ in SPLIT_FORMS])
+def test_the_judge_and_postgresql_split_a_query_the_same_way(pg_database, query, one):
+    from dq_contracts.sqlrules import read_only_refusal
+
+    engine = sa.create_engine(pg_database)
+    with engine.begin() as c:
+        c.exec_driver_sql("CREATE TABLE IF NOT EXISTS t (a INTEGER)")
+    refusal = read_only_refusal(query, "postgres")
+    with engine.connect() as c:  # the server's own reading: as a subquery it parses only if it is one SELECT
+        c.exec_driver_sql("SET TRANSACTION READ ONLY")
+        try:
+            c.exec_driver_sql(f"SELECT 1 FROM (\n{query}\n) AS probe LIMIT 0")
+            server_one = True
+        except sa.exc.DBAPIError:
+            server_one = False
+        c.rollback()
+    with engine.connect() as c:
+        assert c.exec_driver_sql("SELECT COUNT(*) FROM t").scalar() == 0  # still there
+    engine.dispose()
+    assert server_one is one
+    assert (refusal is None) is one, refusal  # accepted exactly when the server sees one statement
