@@ -17,6 +17,7 @@ from dq_contracts.checking import Warehouses, run_contract
 from dq_contracts.core import load_contracts
 from dq_contracts.resource import WarehouseResource
 from dq_contracts_tests.conftest import start_cluster
+from dq_contracts_tests.pgcluster import PASSWORD as SUPERUSER_PW
 
 pytestmark = pytest.mark.postgres
 
@@ -92,6 +93,17 @@ def hostile_contract(cluster) -> dict:
         # read-only transaction would stop it: test_the_read_only_transaction_stops_a_writing_function)
         {"type": "sql", "name": "sneaky_function", "query": "SELECT sneaky()", "mustBe": 0},
         {"type": "sql", "name": "comment_escape", "query": "SELECT COUNT(*) FROM {object} -- ; DROP TABLE x", "mustBe": 2},
+        # SQL run from a string, a lock that outlives the rollback, the counters these tests read
+        {"type": "sql", "name": "sql_in_a_string",
+         "query": "SELECT LENGTH(CAST(query_to_xml('DELETE FROM x RETURNING 1', true, true, '') AS TEXT))", "mustBe": 0},
+        {"type": "sql", "name": "xml_schema", "query": "SELECT LENGTH(CAST(query_to_xmlschema('SELECT 1', true, true, '') "
+         "AS TEXT))", "mustBe": 0},
+        {"type": "sql", "name": "cursor_xml", "query": "SELECT LENGTH(CAST(cursor_to_xml('c', 1, true, true, '') AS TEXT))",
+         "mustBe": 0},
+        {"type": "sql", "name": "ts_stat", "query": "SELECT COUNT(*) FROM ts_stat('SELECT to_tsvector(''a'')')",
+         "mustBe": 0},
+        {"type": "sql", "name": "advisory", "query": "SELECT CAST(pg_try_advisory_lock(42) AS INTEGER)", "mustBe": 1},
+        {"type": "sql", "name": "stat_reset", "query": "SELECT COUNT(*) FROM (SELECT pg_stat_reset()) s", "mustBe": 1},
     ]
     return {
         "apiVersion": "v3.2.0", "kind": "DataContract", "id": "hostile", "version": "1.0.0", "status": "active",
@@ -124,15 +136,18 @@ def table_stats(engine) -> dict:
     return {"writes": writes, "rows": counts}
 
 
-@pytest.mark.parametrize("role,password", [("dq_reader", READER_PW), ("dq_writer", WRITER_PW)])
+@pytest.mark.parametrize("role,password", [("dq_reader", READER_PW), ("dq_writer", WRITER_PW),
+                                           ("postgres", SUPERUSER_PW)])  # the superuser may reset statistics
 def test_hostile_contracts_change_nothing_whatever_the_role_may_do(cluster, warehouse, tmp_path, role, password):
     path = write(tmp_path, hostile_contract(cluster))
     loaded = load_contracts([path])
     refused = {p.path.split(".")[-2] if p.path else "" for p in loaded.errors if "SQL rule refused" in p.message}
     plan = loaded.plans[0]
     will_fail = {c.name: c.params["refusal"] for c in plan.objects[0].checks if c.params.get("refusal")}
-    # the eight writing, locking or unlisted-function rules, each a check that fails
-    assert len(will_fail) == 8, will_fail
+    # the fourteen writing, locking, SQL-from-a-string or unlisted-function rules, each a check that fails
+    assert len(will_fail) == 14, will_fail
+    for name in ("sql_in_a_string", "xml_schema", "cursor_xml", "ts_stat", "advisory", "stat_reset"):
+        assert "not on the allow-list" in will_fail[name], (name, will_fail[name])
     assert refused  # and `validate` reports them as errors
 
     before = table_stats(warehouse)
@@ -149,7 +164,9 @@ def test_hostile_contracts_change_nothing_whatever_the_role_may_do(cluster, ware
     with Warehouses(environ) as warehouses:
         results = {r.name: r for r in run_contract(plan, warehouses)}
     after = table_stats(warehouse)
-    assert after == control  # no row, no table, no write counter changed
+    assert after == control  # no row, no table, no write counter changed (nor reset)
+    with warehouse.connect() as c:  # and no advisory lock outlives the run
+        assert c.exec_driver_sql("SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory'").scalar() == 0
     assert set(after["rows"]) == {"items", "t", "x"}
 
     # names and values stayed data: the evil enum value is accepted, the others counted
