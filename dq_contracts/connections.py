@@ -156,6 +156,7 @@ def engine_for(connection: Connection) -> sa.Engine:
             # change that (DuckDB takes these settings only after connecting).
             if allowed is not None:
                 dbapi_connection.execute("SET allowed_directories = $1", [allowed])
+            dbapi_connection.execute("SET TimeZone = 'UTC'")  # timestamps compared in UTC, whatever the host's
             dbapi_connection.execute("SET enable_external_access = false")
             dbapi_connection.execute("SET lock_configuration = true")
     return engine

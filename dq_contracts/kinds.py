@@ -97,16 +97,18 @@ def judge_freshness(check: CheckPlan, age: Any, rows: int | None, scope: Scope) 
         raise Unmeasurable(f"{check.params['column']} holds no value (an empty table, or every value NULL): "
                            "its freshness cannot be judged")
     age = float(age)
-    newest = scope.now - dt.timedelta(seconds=age)
-    details: dict[str, Any] = {"newest_utc": newest.isoformat(timespec="seconds")}
     column = scope.obj.column(check.params["column"])
-    if column is not None and column.classified:
-        details = {"newest_withheld": "the column is classified; its values are never shown"}
+    hidden = column is not None and column.classified  # the age would give the newest value away
+    details: dict[str, Any] = ({"observed_withheld": "the column is classified: its newest value (and so its "
+                                "age) is never shown, only the verdict"} if hidden else
+                               {"newest_utc": (scope.now - dt.timedelta(seconds=age)).isoformat(timespec="seconds")})
     if age < -FUTURE_TOLERANCE_SECONDS:  # one row dated 2099 must not hide a table that stopped loading
-        return Verdict(False, age, error=f"the newest value of {check.params['column']} lies {-age:.0f} s in the "
-                       f"future (more than the {FUTURE_TOLERANCE_SECONDS} s allowed for clock skew): freshness "
-                       "cannot be judged", details=details)
-    return Verdict(check.passes(max(age, 0.0)), max(age, 0.0), details=details)
+        ahead = "" if hidden else f" {-age:.0f} s"
+        return Verdict(False, None if hidden else age, error=f"the newest value of {check.params['column']} lies"
+                       f"{ahead} in the future (more than the {FUTURE_TOLERANCE_SECONDS} s allowed for clock skew): "
+                       "freshness cannot be judged", details=details)
+    age = max(age, 0.0)
+    return Verdict(check.passes(age), None if hidden else age, details=details)
 
 
 def judge_scalar(check: CheckPlan, value: Any, rows: int | None, scope: Scope) -> Verdict:
@@ -140,8 +142,21 @@ def _typed_bound(check: CheckPlan, value: Any) -> ColumnElement:
     if logical == "date":
         return sa.cast(sa.bindparam(None, str(value), type_=sa.String), sa.Date)
     if logical in ("timestamp", "time"):
-        return sa.cast(sa.bindparam(None, str(value), type_=sa.String), sa.DateTime)
+        return sa.cast(sa.bindparam(None, utc_text(value), type_=sa.String), sa.DateTime)
     return sa.bindparam(None, value)
+
+
+def utc_text(value: Any) -> str:
+    """A timestamp bound as naive UTC text: an offset (`Z`, `-05:00`) is applied, never dropped; the
+    session runs in UTC, so naive and zoned columns compare alike."""
+    text = str(value)
+    try:
+        moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return text  # not ISO: the database judges it as written
+    if moment.tzinfo is None:
+        return text
+    return moment.astimezone(dt.timezone.utc).replace(tzinfo=None).isoformat(sep=" ")
 
 
 def _range(check: CheckPlan, scope: Scope) -> ColumnElement:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
@@ -39,8 +40,8 @@ class Condition:
 
     def holds(self, observed: Any) -> bool:
         """False for a NULL (None) observation: a value that could not be measured never passes."""
-        if observed is None:
-            return False
+        if observed is None or (isinstance(observed, float) and math.isnan(observed)):
+            return False  # NaN is no measurement either
         try:
             return bool(OPERATOR_TABLE[self.operator](observed, self.value))
         except TypeError:
@@ -258,11 +259,18 @@ class ObjectPlan:
     authoritative_definitions: tuple[dict[str, Any], ...] = ()
 
     def column(self, name: str) -> ColumnPlan | None:
-        lowered = name.lower()
-        for column in self.columns:
-            if column.name.lower() == lowered or column.physical_name.lower() == lowered:
-                return column
+        """The property of a physical column (checks name physical columns): an exact physicalName
+        first, so that one property's `name` can never stand for another's column."""
+        for match in (lambda c: c.physical_name == name, lambda c: c.physical_name.lower() == name.lower(),
+                      lambda c: c.name.lower() == name.lower()):
+            found = next((c for c in self.columns if match(c)), None)
+            if found is not None:
+                return found
         return None
+
+    @property
+    def has_classified(self) -> bool:
+        return any(c.classified for c in self.columns)
 
 
 @dataclass(frozen=True)

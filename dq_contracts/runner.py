@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import math
 import re
 import threading
 from dataclasses import dataclass, field
@@ -66,9 +67,14 @@ class CheckResult:
 def _jsonable(value: Any) -> Any:
     if isinstance(value, (dt.date, dt.datetime)):
         return value.isoformat()
-    if value is None or isinstance(value, (int, float, str, bool)):
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # strict JSON has no NaN or Infinity
+    if value is None or isinstance(value, (int, str, bool)):
         return value
-    return float(value) if hasattr(value, "__float__") else str(value)
+    if isinstance(value, float):
+        return value
+    number = float(value) if hasattr(value, "__float__") else None
+    return number if number is not None and math.isfinite(number) else str(value)
 
 
 def scrub(message: str, secrets: Iterable[str] = ()) -> str:
@@ -80,15 +86,22 @@ def scrub(message: str, secrets: Iterable[str] = ()) -> str:
     return text.splitlines()[0][:500] if text else text
 
 
-_QUOTED = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"")
-_VALUE = re.compile(r"(\bvalue\s+)(\S+)", re.I)
+_DRIVER = re.compile(r"^([\w.]+: \([\w.]+\) )")
+_WITH_DIGITS = re.compile(r"\S*\d\S*")
 
 
 def redact_literals(message: str) -> str:
-    """A database error without the values it quotes (`invalid input syntax for type integer:
-    "999-88-7777"`), keeping its kind and position: for checks that touch a classified column, and
-    every SQL rule, whose errors could otherwise carry a classified value out of the database."""
-    return _VALUE.sub(r"\1…", _QUOTED.sub(lambda m: m.group(0)[0] + "…" + m.group(0)[0], message))
+    """A database error without any value it may quote (`invalid input syntax for type integer:
+    "999-88-7777"`, `date out of range: 123456789-01-01`): its kind is kept, everything from the
+    first quote on is cut, and every word with a digit goes. For checks on objects that hold (or
+    reference) classified columns, and every SQL rule."""
+    prefix = _DRIVER.match(message)
+    head = prefix.group(1) if prefix else ""
+    body = message[len(head):]
+    cut = min((i for i in (body.find("'"), body.find('"')) if i >= 0), default=-1)
+    if cut >= 0:
+        body = body[:cut].rstrip() + " …"
+    return head + _WITH_DIGITS.sub("…", body) + " (values withheld)"
 
 
 class StatementTimeout(Exception):
@@ -108,6 +121,8 @@ def read_only(engine: sa.Engine, timeout_seconds: float) -> Iterator[sa.Connecti
         if engine.dialect.name == "postgresql":
             connection.exec_driver_sql("SET TRANSACTION READ ONLY")
             connection.exec_driver_sql(f"SET LOCAL statement_timeout = {int(timeout_seconds * 1000)}")
+            # every timestamp literal and comparison in UTC, whatever the role's or database's time zone
+            connection.exec_driver_sql("SET LOCAL TIME ZONE 'UTC'")
         elif engine.dialect.name == "duckdb":
             driver = connection.connection.driver_connection
 
@@ -160,14 +175,16 @@ def run_object(
                            check.kind, check.severity, threshold=check.threshold_text(), unit=check.unit,
                            **kwargs)
 
-    classified = {c.physical_name for c in obj.columns if c.classified}
+    def touches_classified(check: CheckPlan) -> bool:
+        """Any column of this object, or of the object a relationship reads, is classified."""
+        target = contract.object(str(check.params.get("target_object") or "")) if check.kind == "relationship" \
+            else None
+        return obj.has_classified or (target is not None and target.has_classified)
 
     def failure(check: CheckPlan, exc: BaseException, sql: str | None = None) -> CheckResult:
         text = str(exc) if isinstance(exc, Unmeasurable) else f"{type(exc).__name__}: {exc}"
         text = scrub(text, secrets)
-        if not isinstance(exc, Unmeasurable) and (check.kind == "sql" or classified & set(_named_columns(check))
-                                                  or (classified and check.kind != "schema"
-                                                      and isinstance(exc, _TRANSIENT))):
+        if not isinstance(exc, Unmeasurable) and (check.kind == "sql" or touches_classified(check)):
             text = redact_literals(text)
         return result(check, passed=False, error=text, sql=sql)
 

@@ -22,7 +22,9 @@ _TYPE_SPELLINGS = {
     "int2": "smallint", "float8": "double", "double precision": "double", "float4": "real", "float": "double",
     "numeric": "decimal", "bool": "boolean", "character varying": "varchar", "string": "varchar", "text": "varchar",
     "timestamp without time zone": "timestamp", "timestamptz": "timestamp with time zone",
-    "timestamp with time zone": "timestamp with time zone",
+    "timestamp with time zone": "timestamp with time zone", "timetz": "time with time zone",
+    "time without time zone": "time", "character": "char", "bpchar": "char", "varbit": "bit varying",
+    "bool_": "boolean",
 }
 
 # ODCS logicalType → the SQLAlchemy type families a column of that logical type may have
@@ -41,6 +43,8 @@ _KNOWN_FAMILIES = (sa.Integer, sa.Numeric, sa.String, sa.Uuid, sa.Boolean, sa.Da
 def normalise_type(text: str) -> str:
     """`int4`/`INTEGER`, `varchar(2)`/`VARCHAR(2)`, `numeric(12,2)`/`DECIMAL(12,2)` compare equal."""
     lowered = re.sub(r"\s+", " ", str(text).strip().lower())
+    # PostgreSQL writes the precision mid-name: timestamp(3) with time zone → timestamp with time zone(3)
+    lowered = re.sub(r"^(timestamp|time)\s*(\(\d+\))\s+(with(?:out)? time zone)$", r"\1 \3\2", lowered)
     match = re.match(r"^([a-z0-9 ]+?)\s*(\(.*\))?$", lowered)
     if not match:
         return lowered
@@ -63,6 +67,12 @@ def logical_mismatch(logical_type: Any, real: sa.types.TypeEngine) -> bool:
     if allowed is None or not isinstance(real, _KNOWN_FAMILIES):
         return False  # object, array, an unknown type: nothing portable to compare
     return not isinstance(real, allowed)
+
+
+def _folds_to(dialect: str, declared: str, real: str) -> bool:
+    """Whether a quoted identifier as declared reaches the real column: DuckDB matches identifiers
+    case-insensitively even when quoted; PostgreSQL only exactly."""
+    return dialect == "duckdb" and declared.lower() == real.lower()
 
 
 class MissingTable(Exception):
@@ -98,6 +108,10 @@ def read_catalog(scope: Scope, connection: sa.Connection) -> dict[str, dict[str,
         return read_files(scope, connection)
     *prefix, name = qualified_parts(scope.obj.physical_name, scope.schema)
     if scope.dialect == "postgresql" and len(prefix) == 2:
+        current = connection.execute(sa.select(sa.func.current_database())).scalar()
+        if prefix[0] != current:
+            raise MissingTable(f"table {'.'.join([*prefix, name])} is in database {prefix[0]!r}, not in "
+                               f"{current!r}, the database this server connects to")
         prefix = prefix[1:]  # database.schema.table: PostgreSQL's catalog holds its own database only
     inspector = sa.inspect(connection)
     try:
@@ -116,12 +130,18 @@ def differences(check: Any, scope: Scope, connection: sa.Connection) -> dict[str
     logical: list[str] = []
     nullable: list[str] = []
     declared = set()
+    exact = {str(c["name"]): c for c in actual.values()}
     for column in check.params["columns"]:
         name = str(column["name"])
-        declared.add(name.lower())
-        found = actual.get(name.lower())
+        found = exact.get(name) or actual.get(name.lower())
         if found is None:
             missing.append(name)
+            continue
+        declared.add(str(found["name"]).lower())
+        if str(found["name"]) != name and not _folds_to(connection.dialect.name, name, str(found["name"])):
+            # the other checks quote names exactly: a column spelt otherwise is one they cannot find
+            mismatched.append(f"{name}: the table spells it {found['name']!r}; declare physicalName: "
+                              f"{found['name']}")
             continue
         real = found["type"]
         real_text = found.get("type_text") or real.compile(dialect=connection.dialect)

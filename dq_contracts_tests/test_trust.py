@@ -228,7 +228,8 @@ def test_no_classified_value_leaves_the_database_by_any_path(warehouse_any, tmp_
     assert results["ssn_as_number"]["error"]
     for name in ("tax_id__pattern", "tax_id__references_known", "tax_id__duplicate_values"):
         assert not results[name]["passed"] and results[name]["samples"] == [], name
-    assert "seen_at__freshness" in results and "newest_withheld" in results["seen_at__freshness"]["details"]
+    fresh = results["seen_at__freshness"]  # its age would give the newest value away
+    assert "observed_withheld" in fresh["details"] and fresh["observed"] is None
 
     home = tmp_path / "home"
     home.mkdir()
@@ -299,3 +300,47 @@ def test_the_judge_and_postgresql_split_a_query_the_same_way(pg_database, query,
     engine.dispose()
     assert server_one is one
     assert (refusal is None) is one, refusal  # accepted exactly when the server sees one statement
+
+
+
+LEAKS = [
+    # (table, rows, properties, what must never show) — the reviewer's ways out, each closed
+    ("CREATE TABLE staff (id BIGINT, badge VARCHAR(40), manager_badge BIGINT)",
+     "INSERT INTO staff VALUES (1, 'SSN-999-88-7777', NULL), (2, '12', 12)",
+     [{"name": "id", "logicalType": "integer"},
+      {"name": "badge", "logicalType": "string", "classification": "restricted"},
+      {"name": "manager_badge", "logicalType": "integer", "relationships": [{"to": "staff.badge"}]}],
+     "999-88-7777"),  # a relationship whose target column is classified: the cast error quotes it
+    ("CREATE TABLE staff (amount VARCHAR(60))",
+     """INSERT INTO staff VALUES ('a "4111-1111-1111-1111" b''s')""",
+     [{"name": "amount", "logicalType": "number", "classification": "confidential",
+       "logicalTypeOptions": {"multipleOf": 0.01}}],
+     "4111-1111-1111-1111"),  # quotes inside the value itself
+    ("CREATE TABLE staff (ssn VARCHAR(20), ssn_masked VARCHAR(20))",
+     "INSERT INTO staff VALUES ('999-88-7777', '***-**-7777')",
+     [{"name": "ssn", "physicalName": "ssn_masked", "logicalType": "string"},
+      {"name": "ssn_raw", "physicalName": "ssn", "logicalType": "string", "classification": "pii",
+       "logicalTypeOptions": {"pattern": "^[0-9]{9}$"}}],
+     "999-88-7777"),  # one property's name is another's physical column
+]
+
+
+@pytest.mark.parametrize("ddl, rows, properties, planted", LEAKS, ids=["relationship target", "quotes in the value",
+                                                                       "name of another's column"])
+def test_the_ways_a_classified_value_could_slip_out_are_closed(warehouse_any, tmp_path, ddl, rows, properties,
+                                                               planted):
+    server, environ, writer = warehouse_any
+    with writer.begin() as c:
+        c.exec_driver_sql(ddl)
+        c.exec_driver_sql(rows)
+    writer.dispose()
+    doc = {"apiVersion": "v3.1.0", "kind": "DataContract", "id": "leak", "version": "1.0.0", "status": "active",
+           "servers": [server], "schema": [{"name": "staff", "properties": properties}]}
+    (tmp_path / "leak.odcs.yaml").write_text(yaml.safe_dump(doc))
+    env = {**__import__("os").environ, **environ}
+    for args in (["check", "leak.odcs.yaml"], ["check", "leak.odcs.yaml", "--format", "json"]):
+        proc = subprocess.run([sys.executable, "-m", "dq_contracts.cli", *args], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120, check=False)
+        assert "internal error" not in proc.stderr
+        assert planted not in proc.stdout + proc.stderr, proc.stdout
+        assert proc.returncode == 1  # something failed: the path was taken

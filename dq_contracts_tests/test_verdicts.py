@@ -364,3 +364,54 @@ def test_each_kind_declares_its_parameters():
         CheckPlan("x", "range", "/p", "t", "a", "ERROR", "", params={"colum": "a", "bound": 1})
     with pytest.raises(KeyError):
         ok.params["pattern"]  # noqa: B018 - a range has no pattern
+
+
+EDGE_CASES = [
+    Case("a zoned timestamp bound is applied in UTC, not dropped",
+         ["CREATE TABLE t (ts TIMESTAMP)", "INSERT INTO t VALUES ('2023-12-31 12:00:00')"],
+         [{"name": "t", "properties": [{"name": "ts", "logicalType": "timestamp",
+                                         "logicalTypeOptions": {"minimum": "2023-12-31T08:00:00-05:00"}}]}],
+         {"ts__minimum": Expect(False, 1)}),  # the bound is 13:00 UTC; the value is 12:00 UTC
+    Case("NaN never passes",
+         ["CREATE TABLE t (a DOUBLE PRECISION)", "INSERT INTO t VALUES ('NaN')"],
+         [{"name": "t", "properties": [{"name": "a", "logicalType": "number"}], "quality": [
+             {"type": "sql", "name": "mean", "query": "SELECT AVG(a) FROM {object}", "mustNotBeBetween": [-1, 0]}]}],
+         {"mean": Expect(False)}),
+]
+
+
+@pytest.mark.parametrize("case", EDGE_CASES, ids=[c.name for c in EDGE_CASES])
+def test_edge_verdict(case, warehouse, tmp_path):  # noqa: F811 - the fixture
+    test_verdict(case, warehouse, tmp_path)
+
+
+@pytest.mark.postgres
+def test_a_column_spelt_otherwise_fails_the_schema_check_on_postgresql(pg_database, tmp_path):
+    from dq_contracts_tests.test_faults import pg_env, pg_server
+
+    case = Case("case", ['CREATE TABLE t ("Amount" INTEGER)', "INSERT INTO t VALUES (1)"],
+                [{"name": "t", "properties": [{"name": "amount", "logicalType": "integer", "required": True}]}],
+                {})
+    results = run_case(case, pg_server(pg_database), pg_env(pg_database), sa.create_engine(pg_database), tmp_path)
+    assert not results["schema"].passed and "spells it 'Amount'" in results["schema"].details["type_mismatches"][0]
+    assert not results["amount__not_null"].passed  # and the clause that cannot find it does not pass either
+
+
+PG_SPELLINGS = [("timestamp(3)", "TIMESTAMP(3) WITHOUT TIME ZONE"), ("timestamptz(3)", "TIMESTAMP(3) WITH TIME ZONE"),
+                ("timetz", "TIME WITH TIME ZONE"), ("character(3)", "CHAR(3)"), ("int4", "INTEGER"),
+                ("varchar(2)", "VARCHAR(2)"), ("numeric(12,2)", "NUMERIC(12, 2)")]
+
+
+@pytest.mark.parametrize("declared, found", PG_SPELLINGS)
+def test_postgresql_type_spellings_compare_equal(declared, found):
+    from dq_contracts.schema_check import same_type
+
+    assert same_type(found, declared)
+
+
+def test_a_multiple_of_finer_than_the_engine_checks_is_not_enforced(tmp_path):
+    path = tmp_path / "c.odcs.yaml"
+    path.write_text(contract_text().replace("{name: n, logicalType: integer}",
+                                            "{name: n, logicalType: number, logicalTypeOptions: {multipleOf: 1.0e-11}}"))
+    plan = load_contracts([path]).plans[0]
+    assert [n.code for n in plan.not_enforced] == ["not_comparable"] and "10 decimal places" in plan.not_enforced[0].reason
