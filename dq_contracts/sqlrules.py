@@ -134,3 +134,17 @@ def read_only_refusal(sql: str, dialect: str | None) -> str | None:
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier) and _FILE_LIKE.search(node.name):
             return f"the query reads {node.name!r}, which names a file, not a table of the server"
     return None
+
+
+def may_show_values(sql: str, dialect: str | None, columns: set[str]) -> bool:
+    """Whether a rule's result could be a value of one of `columns` (not only a count of rows): it
+    names one of them and its result is anything but COUNT(...). Unparseable: assume it could."""
+    try:
+        root = sqlglot.parse_one(sql, read=dialect or None)
+    except Exception:
+        return True
+    named = {c.name.lower() for c in root.find_all(exp.Column)}
+    if not named & {c.lower() for c in columns}:
+        return False
+    outputs = root.expressions if isinstance(root, exp.Select) else []
+    return not (len(outputs) == 1 and isinstance(outputs[0].unalias(), exp.Count))

@@ -344,3 +344,34 @@ def test_the_ways_a_classified_value_could_slip_out_are_closed(warehouse_any, tm
         assert "internal error" not in proc.stderr
         assert planted not in proc.stdout + proc.stderr, proc.stdout
         assert proc.returncode == 1  # something failed: the path was taken
+
+
+SQL_RESULTS = [
+    # (rule on a table whose `salary` is confidential, is its result shown?)
+    ("SELECT MAX(salary) FROM {object}", False),
+    ("SELECT MAX(salary) - 0 AS m FROM {object}", False),
+    ("SELECT COUNT(*) FROM {object} WHERE salary > 100", True),
+    ("SELECT MAX(id) FROM {object}", True),
+]
+
+
+@pytest.mark.parametrize("query, shown", SQL_RESULTS, ids=[q for q, _ in SQL_RESULTS])
+def test_a_sql_rule_that_may_return_a_classified_value_shows_only_its_verdict(duckdb_file, tmp_path, query, shown):
+    writer = sa.create_engine(f"duckdb:///{duckdb_file}")
+    with writer.begin() as c:
+        c.exec_driver_sql("CREATE TABLE pay (id INTEGER, salary INTEGER)")
+        c.exec_driver_sql("INSERT INTO pay VALUES (1, 123456789)")
+    writer.dispose()
+    doc = {"apiVersion": "v3.1.0", "kind": "DataContract", "id": "x", "version": "1.0.0", "status": "active",
+           "servers": [{"server": "local", "type": "duckdb", "database": "wh.duckdb"}],
+           "schema": [{"name": "pay", "properties": [{"name": "id", "logicalType": "integer"},
+                                                     {"name": "salary", "logicalType": "integer",
+                                                      "classification": "confidential"}],
+                       "quality": [{"type": "sql", "name": "rule", "query": query, "mustBeLessThan": 0}]}]}
+    (tmp_path / "x.odcs.yaml").write_text(yaml.safe_dump(doc))
+    proc = subprocess.run([sys.executable, "-m", "dq_contracts.cli", "check", "x.odcs.yaml", "--format", "json"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    rule = {r["name"]: r for r in json.loads(proc.stdout)["results"]}["rule"]
+    assert rule["passed"] is False  # the verdict is always there
+    assert (rule["observed"] is not None) is shown
+    assert "123456789" not in proc.stdout
