@@ -26,7 +26,7 @@ from dq_contracts.sql import (
     table_for,
 )
 from dq_contracts.schema_check import MissingTable, differences
-from dq_contracts.sqlrules import judge_sql_rule, may_show_values
+from dq_contracts.sqlrules import judge_sql_rule, may_show_values, substitute
 
 # A newest value up to this far ahead of the clock is clock skew between hosts, not bad data.
 FUTURE_TOLERANCE_SECONDS = 300
@@ -75,6 +75,7 @@ class Kind:
     sample_columns: Callable[[CheckPlan], list[str]] = lambda check: []  # noqa: E731
     samples: Samples | None = None
     hint: str = ""  # said before a database error, to name the likely cause (formatted with the params)
+    in_aggregate: Callable[[CheckPlan], bool] = lambda check: True  # noqa: E731 - when `measure` applies
 
 
 # --- verdicts -------------------------------------------------------------------------------------
@@ -119,8 +120,7 @@ def judge_scalar(check: CheckPlan, value: Any, rows: int | None, scope: Scope) -
         value = int(value)
     observed = value if isinstance(value, int) else float(value)
     classified = {c.physical_name for c in scope.obj.columns if c.classified}
-    if classified and may_show_values(str(check.params["query"]).replace("${", "{").replace("{object}", "t")
-                                      .replace("{table}", "t").replace("{model}", "t"),
+    if classified and may_show_values(substitute(str(check.params["query"]), "t", check.params.get("column"))[0],
                                       SQLGLOT_DIALECTS.get(scope.dialect), classified):
         return Verdict(check.passes(observed), None, details={
             "observed_withheld": "the rule reads a classified column and its result may be one of its values"})
@@ -337,7 +337,8 @@ def _catalog(check: CheckPlan, scope: Scope, connection: sa.Connection) -> dict[
         raise Unmeasurable(str(exc)) from exc
 
 
-def _columns_of(check: CheckPlan) -> list[str]:
+def named_columns(check: CheckPlan) -> list[str]:
+    """Every column of the checked table that the check names."""
     return [c for c in [check.params.get("column"), *(check.params.get("columns") or [])]
             if isinstance(c, str) and c]
 
@@ -358,12 +359,8 @@ _MULTIPLE = _row_level(_multiple)
 
 def _keyed(kind: str) -> Kind:
     """unique, primary_key, duplicate_values: one column in the aggregate, several in a query of their own."""
-    evaluate = _compound
-
-    def measure(check: CheckPlan, scope: Scope) -> tuple[str, ColumnElement]:
-        return _duplicates(check, scope)
-
-    return Kind(kind, measure=measure, evaluate=evaluate, sample_columns=_columns_of, samples=_duplicate_samples)
+    return Kind(kind, measure=_duplicates, evaluate=_compound, sample_columns=named_columns,
+                samples=_duplicate_samples, in_aggregate=lambda check: _single(check) is not None)
 
 
 KINDS: dict[str, Kind] = {k.name: k for k in [
@@ -384,16 +381,12 @@ KINDS: dict[str, Kind] = {k.name: k for k in [
     Kind("row_count", measure=_rows),
     Kind("freshness", measure=_age, judge=judge_freshness,
          hint="freshness needs a date or timestamp column, and {column} could not be read as one"),
-    Kind("relationship", evaluate=_relationship, sample_columns=_columns_of, samples=_relationship_samples),
+    Kind("relationship", evaluate=_relationship, sample_columns=named_columns, samples=_relationship_samples),
     Kind("sql", evaluate=_sql_rule, judge=judge_scalar),
 ]}
 
 
 def uses_aggregate(check: CheckPlan) -> bool:
-    """Keyed kinds of one column are a column of the aggregate; of several, a query of their own."""
+    """Whether the check is a column of the one aggregate scan (else it does work of its own)."""
     kind = KINDS[check.kind]
-    if kind.measure is None:
-        return False
-    if kind.evaluate is _compound:
-        return _single(check) is not None
-    return True
+    return kind.measure is not None and kind.in_aggregate(check)

@@ -17,7 +17,7 @@ from typing import Any, Iterable, Iterator
 
 import sqlalchemy as sa
 
-from dq_contracts.kinds import KINDS, LAST_SQL, Scope, Unmeasurable, judge_count, uses_aggregate
+from dq_contracts.kinds import KINDS, LAST_SQL, Scope, Unmeasurable, judge_count, named_columns, uses_aggregate
 from dq_contracts.plans import CheckPlan, ContractPlan, ObjectPlan
 from dq_contracts.schema_check import normalise_type, same_type  # noqa: F401 - re-exported for callers
 from dq_contracts.sql import render, table_for
@@ -67,14 +67,10 @@ class CheckResult:
 def _jsonable(value: Any) -> Any:
     if isinstance(value, (dt.date, dt.datetime)):
         return value.isoformat()
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)  # strict JSON has no NaN or Infinity
     if value is None or isinstance(value, (int, str, bool)):
         return value
-    if isinstance(value, float):
-        return value
-    number = float(value) if hasattr(value, "__float__") else None
-    return number if number is not None and math.isfinite(number) else str(value)
+    number = float(value) if hasattr(value, "__float__") else None  # Decimal, numpy, float
+    return number if number is not None and math.isfinite(number) else str(value)  # strict JSON: no NaN
 
 
 def scrub(message: str, secrets: Iterable[str] = ()) -> str:
@@ -181,12 +177,16 @@ def run_object(
             else None
         return obj.has_classified or (target is not None and target.has_classified)
 
-    def failure(check: CheckPlan, exc: BaseException, sql: str | None = None) -> CheckResult:
-        text = str(exc) if isinstance(exc, Unmeasurable) else f"{type(exc).__name__}: {exc}"
-        text = scrub(text, secrets)
+    def error_text(check: CheckPlan, exc: BaseException) -> str:
+        """What a person may read of an error: no credential, and no value it quotes where a
+        classified value could be among them."""
+        text = scrub(str(exc) if isinstance(exc, Unmeasurable) else f"{type(exc).__name__}: {exc}", secrets)
         if not isinstance(exc, Unmeasurable) and (check.kind == "sql" or touches_classified(check)):
             text = redact_literals(text)
-        return result(check, passed=False, error=text, sql=sql)
+        return text
+
+    def failure(check: CheckPlan, exc: BaseException, sql: str | None = None) -> CheckResult:
+        return result(check, passed=False, error=error_text(check, exc), sql=sql)
 
     runnable = []
     for check in checks:
@@ -199,7 +199,7 @@ def run_object(
             runnable.append(check)
 
     try:
-        columns = sorted({c for check in runnable if check.kind != "schema" for c in _named_columns(check)})
+        columns = sorted({c for check in runnable if check.kind != "schema" for c in named_columns(check)})
         preparer = engine.dialect.identifier_preparer
         scope = Scope(obj, table_for(obj.physical_name, schema, columns, preparer, files), engine.dialect.name,
                       schema, preparer, now, files)
@@ -207,14 +207,14 @@ def run_object(
         return [results.get(c.name) or failure(c, exc) for c in checks]
 
     aggregated = [c for c in runnable if uses_aggregate(c)]
-    values, row_count, aggregate_sql, errors = _aggregate(aggregated, scope, engine, timeout_seconds)
+    key_of, values, row_count, aggregate_sql, errors = _aggregate(aggregated, scope, engine, timeout_seconds)
     for check in runnable:
         kind = KINDS[check.kind]
         judge = kind.judge or judge_count
-        sql = aggregate_sql if check in aggregated else None
+        key = key_of.get(check.name)
+        sql = aggregate_sql if key is not None else None
         try:
-            if check in aggregated:
-                key = kind.measure(check, scope)[0]
+            if key is not None:
                 if key in errors:
                     raise errors[key]
                 raw = values[key]
@@ -237,30 +237,27 @@ def run_object(
     for check in runnable:
         outcome = results[check.name]
         if not outcome.passed and outcome.error is None:
-            _add_samples(check, outcome, scope, engine, timeout_seconds, secrets)
+            _add_samples(check, outcome, scope, engine, timeout_seconds, error_text)
     return [results[c.name] for c in checks]
-
-
-def _named_columns(check: CheckPlan) -> list[str]:
-    return [c for c in [check.params.get("column"), *(check.params.get("columns") or [])]
-            if isinstance(c, str) and c]
 
 
 _TRANSIENT = (StatementTimeout, sa.exc.OperationalError, sa.exc.InterfaceError)
 
 
 def _aggregate(checks: list[CheckPlan], scope: Scope, engine: sa.Engine, timeout_seconds: float
-               ) -> tuple[dict[str, Any], int | None, str, dict[str, Exception]]:
+               ) -> tuple[dict[str, str], dict[str, Any], int | None, str, dict[str, Exception]]:
     """The one scan: every measure of the table as a column of one SELECT, each shared measure once.
 
     If that statement fails for a reason of its own (a type a measure cannot apply to, a bad
     pattern), each measure runs alone, so the one at fault fails and the others still report;
     a timeout or a lost server fails them all at once (running them again would only repeat it).
-    Returns (values by measure key, row count, SQL, errors by measure key)."""
+    Returns (measure key by check name, values by key, row count, SQL, errors by key)."""
     measures: dict[str, Any] = {"rows": sa.func.count()}
+    key_of: dict[str, str] = {}
     for check in checks:
         key, expression = KINDS[check.kind].measure(check, scope)
         measures.setdefault(key, expression)
+        key_of[check.name] = key
     labels = {key: f"m{i}" for i, key in enumerate(measures)}
     statement = sa.select(*(measures[k].label(labels[k]) for k in measures)).select_from(scope.table)
     sql = render(statement, engine)
@@ -268,12 +265,12 @@ def _aggregate(checks: list[CheckPlan], scope: Scope, engine: sa.Engine, timeout
         with read_only(engine, timeout_seconds) as connection:
             row = connection.execute(statement).one()
         values = {k: row._mapping[labels[k]] for k in measures}
-        return values, int(values["rows"]), sql, {}
+        return key_of, values, int(values["rows"]), sql, {}
     except _TRANSIENT as exc:
-        return {}, None, sql, dict.fromkeys(measures, exc)
+        return key_of, {}, None, sql, dict.fromkeys(measures, exc)
     except Exception as exc:
         if len(measures) == 1:
-            return {}, None, sql, {"rows": exc}
+            return key_of, {}, None, sql, {"rows": exc}
         first = exc
     values, errors = {}, {}
     for key, expression in measures.items():  # the table itself first: if it fails, all do
@@ -286,7 +283,7 @@ def _aggregate(checks: list[CheckPlan], scope: Scope, engine: sa.Engine, timeout
         except Exception as exc:  # noqa: PERF203 - each measure on its own, by design
             errors[key] = exc if key != "rows" else first
     rows = values.get("rows")
-    return values, int(rows) if rows is not None else None, sql, errors
+    return key_of, values, int(rows) if rows is not None else None, sql, errors
 
 
 def _last_sql(connection: sa.Connection) -> str | None:
@@ -294,7 +291,7 @@ def _last_sql(connection: sa.Connection) -> str | None:
 
 
 def _add_samples(check: CheckPlan, result: CheckResult, scope: Scope, engine: sa.Engine, timeout_seconds: float,
-                 secrets: list[str]) -> None:
+                 error_text: Any) -> None:
     """Only after a failure: a few offending values, never of a classified column. Samples are a
     courtesy: whatever goes wrong here never changes the verdict."""
     kind = KINDS[check.kind]
@@ -312,4 +309,4 @@ def _add_samples(check: CheckPlan, result: CheckResult, scope: Scope, engine: sa
             rows = connection.execute(statement).fetchall()
         result.samples = [_jsonable(r[0]) if len(r) == 1 else [_jsonable(v) for v in r] for r in rows]
     except Exception as exc:
-        result.details["samples_error"] = scrub(f"{type(exc).__name__}: {exc}", secrets)
+        result.details["samples_error"] = error_text(check, exc)
