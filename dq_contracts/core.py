@@ -90,8 +90,8 @@ def load_contracts(paths: Iterable[str | os.PathLike[str]], *, server: str | Non
                                            f"defined in {other.file}", "id", document.line_of(["id"])))
             continue
         seen_ids[key] = plan
-        named = next(((name, seen_names[name]) for name in sorted(definition_names(plan)) if name in seen_names),
-                     None)
+        names = definition_names(plan)
+        named = next(((name, seen_names[name]) for name in sorted(names) if name in seen_names), None)
         if named is not None:
             other = named[1]
             result.problems.append(Problem(plan.file, f"its Dagster name {named[0]!r} is also taken by {other.file} "
@@ -115,17 +115,18 @@ def load_contracts(paths: Iterable[str | os.PathLike[str]], *, server: str | Non
                 seen_assets[obj.asset_key] = (plan, obj.name)
         if not clash:
             result.plans.append(plan)
-            seen_names.update(dict.fromkeys(definition_names(plan), plan))
-    source = {plan.file: document for plan, document in compiled}
-    result.problems.extend(server_problems(result.plans, server, lambda p: source[p.file].line_of(["servers"])))
+            seen_names.update(dict.fromkeys(names, plan))
+    by_file = {d.file: d for d in documents}
+    result.problems.extend(server_problems(result.plans, server, lambda p: by_file[p.file].line_of(["servers"])))
     result.problems.sort(key=lambda p: (p.file, p.line or 0))
 
-    by_file = {d.file: d for d in documents}
     compiled_by_file = {plan.file: plan for plan, _ in compiled}
-    broken = dict.fromkeys(p.file for p in contract_errors_of(result.problems))
-    for file in broken:
+    problems_of: dict[str, list[Problem]] = {}
+    for problem in result.problems:
+        problems_of.setdefault(problem.file, []).append(problem)
+    for file in dict.fromkeys(p.file for p in contract_errors_of(result.problems)):
         plan = compiled_by_file.get(file)
         if plan is None and file in by_file:
             plan = outline_contract(by_file[file].data, file)
-        result.rejected.append(RejectedContract(file, tuple(p for p in result.problems if p.file == file), plan))
+        result.rejected.append(RejectedContract(file, tuple(problems_of[file]), plan))
     return result

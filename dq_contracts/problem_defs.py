@@ -103,24 +103,25 @@ def problem_defs(rejected: Iterable[RejectedContract], translator: DqContractsTr
 
     specs: list[dg.AssetCheckSpec] = []
     assets: list[dg.AssetSpec] = []
+    shown: dict[dg.AssetKey, tuple[str, dict[str, object], str]] = {}  # summary, metadata, fingerprint
     for key, problems in problems_by_key.items():
+        summary, metadata = _summary(problems), _problem_metadata(problems)
+        shown[key] = (summary, metadata, hashlib.sha1("\n".join(p.render() for p in problems).encode()).hexdigest())
         taken = existing.get(key, set())
         name, n = CONTRACT_VALID, 2
         while name in taken:  # a contract rule may already be called that
             name, n = f"{CONTRACT_VALID}_{n}", n + 1
-        specs.append(dg.AssetCheckSpec(name=name, asset=key, blocking=False, description=_summary(problems),
+        specs.append(dg.AssetCheckSpec(name=name, asset=key, blocking=False, description=summary,
                                        metadata={"dq_contracts/kind": "contract_valid",
-                                                 "dq_contracts/severity": "ERROR", **_problem_metadata(problems)}))
+                                                 "dq_contracts/severity": "ERROR", **metadata}))
         if key not in existing:
-            assets.append(dg.AssetSpec(key=key, description=_summary(problems), kinds={"odcs"},
-                                       metadata=_problem_metadata(problems)))
-    problems_of = {spec.key: problems_by_key[spec.asset_key] for spec in specs}
+            assets.append(dg.AssetSpec(key=key, description=summary, kinds={"odcs"}, metadata=metadata))
 
     def evaluation(spec: dg.AssetCheckSpec) -> dict[str, object]:
-        problems = problems_of[spec.key]
+        summary, metadata, _ = shown[spec.asset_key]
         return dict(asset_key=spec.asset_key, check_name=spec.name, passed=False,
-                    severity=dg.AssetCheckSeverity.ERROR, description=_summary(problems),
-                    metadata={"dq_contracts/status": "error", **_problem_metadata(problems)})
+                    severity=dg.AssetCheckSeverity.ERROR, description=summary,
+                    metadata={"dq_contracts/status": "error", **metadata})
 
     @dg.multi_asset_check(name=PROBLEMS_CHECKS + suffix, specs=specs, can_subset=True,
                           description="Contracts that cannot be checked, and why")
@@ -136,7 +137,7 @@ def problem_defs(rejected: Iterable[RejectedContract], translator: DqContractsTr
         cursor = json.loads(context.cursor) if context.cursor else {}
         events = []
         for spec in specs:
-            fingerprint = hashlib.sha1("\n".join(p.render() for p in problems_of[spec.key]).encode()).hexdigest()
+            fingerprint = shown[spec.asset_key][2]
             label = spec.key.to_user_string()
             if cursor.get(label) != fingerprint:
                 cursor[label] = fingerprint

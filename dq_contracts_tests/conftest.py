@@ -12,6 +12,19 @@ SCHEMAS = SHARED / "odcs" / "schemas"
 CONTRACTS = REPO / "contracts"
 
 
+def duckdb_with(path: Path, *statements: str) -> Path:
+    """A DuckDB file holding what the statements build; the writer is closed after (DuckDB: one
+    writer per file, and the checks open it read-only)."""
+    import sqlalchemy as sa
+
+    writer = sa.create_engine(f"duckdb:///{path}")
+    with writer.begin() as c:
+        for statement in statements:
+            c.exec_driver_sql(statement)
+    writer.dispose()
+    return path
+
+
 def demo_shop(folder: Path, tables: list[str] | None = None, **kwargs) -> Path:
     """A copy of the bundled contracts in `folder/contracts` with the demo warehouse beside it, in
     `folder/demo_data` (the contracts' DuckDB path is relative to their own files); returns the

@@ -19,6 +19,7 @@ import yaml
 from dq_contracts.checking import Warehouses, run_contract
 from dq_contracts.connections import connection_for, engine_for
 from dq_contracts.core import load_contracts
+from dq_contracts_tests.conftest import duckdb_with
 
 SECRET = "hunter2-secret-file-content"
 
@@ -44,12 +45,7 @@ HOST_ATTACKS = [
 
 @pytest.fixture
 def duckdb_file(tmp_path):
-    path = tmp_path / "wh.duckdb"
-    writer = sa.create_engine(f"duckdb:///{path}")
-    with writer.begin() as c:
-        c.exec_driver_sql("CREATE TABLE t (a INTEGER)")
-        c.exec_driver_sql("INSERT INTO t VALUES (1)")
-    writer.dispose()
+    path = duckdb_with(tmp_path / "wh.duckdb", "CREATE TABLE t (a INTEGER)", "INSERT INTO t VALUES (1)")
     (tmp_path / "secret.csv").write_text(f"x\n{SECRET}\n")
     return path
 
@@ -357,11 +353,7 @@ SQL_RESULTS = [
 
 @pytest.mark.parametrize("query, shown", SQL_RESULTS, ids=[q for q, _ in SQL_RESULTS])
 def test_a_sql_rule_that_may_return_a_classified_value_shows_only_its_verdict(duckdb_file, tmp_path, query, shown):
-    writer = sa.create_engine(f"duckdb:///{duckdb_file}")
-    with writer.begin() as c:
-        c.exec_driver_sql("CREATE TABLE pay (id INTEGER, salary INTEGER)")
-        c.exec_driver_sql("INSERT INTO pay VALUES (1, 123456789)")
-    writer.dispose()
+    duckdb_with(duckdb_file, "CREATE TABLE pay (id INTEGER, salary INTEGER)", "INSERT INTO pay VALUES (1, 123456789)")
     doc = {"apiVersion": "v3.1.0", "kind": "DataContract", "id": "x", "version": "1.0.0", "status": "active",
            "servers": [{"server": "local", "type": "duckdb", "database": "wh.duckdb"}],
            "schema": [{"name": "pay", "properties": [{"name": "id", "logicalType": "integer"},

@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from dq_contracts.checking import Warehouses, run_contract
 from dq_contracts.kinds import Scope, Unmeasurable, judge_count
 from dq_contracts.plans import CheckPlan, Condition
+from dq_contracts_tests.conftest import duckdb_with
 from dq_contracts_tests.test_faults import plan_of, warehouse  # noqa: F401 - the fixture
 
 NOW = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.timezone.utc)
@@ -180,12 +181,8 @@ def test_a_naive_timestamp_is_utc_whatever_the_session_time_zone(pg_database, tm
 
 
 def test_check_never_says_internal_error_on_a_table_that_differs_from_its_contract(tmp_path):
-    path = tmp_path / "wh.duckdb"
-    engine = sa.create_engine(f"duckdb:///{path}")
-    with engine.begin() as c:
-        c.exec_driver_sql("CREATE TABLE t (a INTEGER, b VARCHAR, extra INTEGER)")
-        c.exec_driver_sql("INSERT INTO t VALUES (1, 'x', 2)")
-    engine.dispose()
+    duckdb_with(tmp_path / "wh.duckdb", "CREATE TABLE t (a INTEGER, b VARCHAR, extra INTEGER)",
+                "INSERT INTO t VALUES (1, 'x', 2)")
     doc = {"apiVersion": "v3.2.0", "kind": "DataContract", "id": "v", "version": "1.0.0", "status": "active",
            "servers": [{"server": "local", "type": "duckdb", "database": "wh.duckdb"}], "schema": T_SCHEMA}
     (tmp_path / "v.odcs.json").write_text(json.dumps(doc))
