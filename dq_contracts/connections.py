@@ -27,7 +27,7 @@ from typing import Any, Mapping
 
 import sqlalchemy as sa
 
-from dq_contracts.compiler import FILE_FORMATS, FILE_SERVER_TYPES
+from dq_contracts.compiler import FILE_SERVER_TYPES, is_file_server
 
 DRIVERS = {"postgres": "postgresql+psycopg2", "postgresql": "postgresql+psycopg2", "duckdb": "duckdb"}
 
@@ -85,8 +85,8 @@ def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None 
             url = url.update_query_dict(_tls(environ, prefix))
             _agrees(server, url, name, f"{prefix}_URL")
         return Connection(url, schema, tuple(s for s in (url.password,) if s))
-    if kind in FILE_SERVER_TYPES and str(server.get("format", "")).lower() in FILE_FORMATS:
-        path = str(server.get("path") or "")
+    if is_file_server(server):
+        path = str(server["path"])
         if kind == "local" and folder and is_relative_file(path):
             path = os.path.normpath(os.path.join(folder, path))
         files = Files(str(server["format"]).lower(), path)  # csv: DuckDB detects the delimiter
