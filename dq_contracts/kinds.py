@@ -2,14 +2,15 @@
 
 Each `Kind` says how its checks are measured (a column of the table's one aggregate scan, or work
 of its own on the connection), which columns its samples would show, how those samples are
-fetched, and how the verdict is reached. The runner knows nothing of any kind: it dispatches
-through `KINDS`. Adding a kind means adding its row here (and its compiler function and cases).
+fetched, how the verdict is reached, and the clause's own query: the one a person runs to see the
+rows at fault. The runner knows nothing of any kind: it dispatches through `KINDS`. Adding a kind
+means adding its row here (and its compiler function and cases).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import sqlalchemy as sa
@@ -63,6 +64,7 @@ class Unmeasurable(Exception):
 Measure = Callable[[CheckPlan, Scope], tuple[str, ColumnElement]]
 Evaluate = Callable[[CheckPlan, Scope, sa.Connection], Any]
 Samples = Callable[[CheckPlan, Scope, int], sa.Select | None]
+FailingRows = Callable[[CheckPlan, Scope], "sa.Select | sa.TextClause | None"]
 Judge = Callable[[CheckPlan, Any, "int | None", Scope], Verdict]
 
 
@@ -76,6 +78,9 @@ class Kind:
     samples: Samples | None = None
     hint: str = ""  # said before a database error, to name the likely cause (formatted with the params)
     in_aggregate: Callable[[CheckPlan], bool] = lambda check: True  # noqa: E731 - when `measure` applies
+    # the clause's own query, for people: the offending rows (or, where there are none to list, the
+    # one value the clause judges); never run by the engine
+    failing_rows: FailingRows | None = None
 
 
 # --- verdicts -------------------------------------------------------------------------------------
@@ -220,8 +225,27 @@ _IDENTITY = {
 }
 
 
-def _row_level(violation: Callable[[CheckPlan, Scope], ColumnElement]) -> tuple[Measure, Samples]:
-    """A kind defined by the condition an offending row meets: counted in the aggregate, sampled by it."""
+def _listing(check: CheckPlan, scope: Scope) -> Scope:
+    """The scope with a table of the columns that name an offending row: the object's primary key,
+    then the columns the check names."""
+    keys = [c.physical_name for c in scope.obj.columns if c.primary_key]
+    names = list(dict.fromkeys([*keys, *named_columns(check)]))
+    return replace(scope, table=scope.other_table(scope.obj.physical_name, names))
+
+
+def _rows_where(violation: Callable[[CheckPlan, Scope], ColumnElement]) -> FailingRows:
+    """`SELECT <key and checked columns> FROM t WHERE <violation>`: every offending row."""
+
+    def failing_rows(check: CheckPlan, scope: Scope) -> sa.Select:
+        listing = _listing(check, scope)
+        return sa.select(*listing.table.c).where(violation(check, listing))
+
+    return failing_rows
+
+
+def _row_level(violation: Callable[[CheckPlan, Scope], ColumnElement]) -> tuple[Measure, Samples, FailingRows]:
+    """A kind defined by the condition an offending row meets: counted in the aggregate, sampled by
+    it, and listed by it."""
 
     def measure(check: CheckPlan, scope: Scope) -> tuple[str, ColumnElement]:
         key = ":".join([check.kind, check.params["column"], *(repr(check.params.get(k))
@@ -232,7 +256,7 @@ def _row_level(violation: Callable[[CheckPlan, Scope], ColumnElement]) -> tuple[
         col = _column(check, scope)
         return sa.select(col).where(violation(check, scope)).group_by(col).order_by(col).limit(limit)
 
-    return measure, samples
+    return measure, samples, _rows_where(violation)
 
 
 def _nulls(check: CheckPlan, scope: Scope) -> tuple[str, ColumnElement]:
@@ -240,8 +264,16 @@ def _nulls(check: CheckPlan, scope: Scope) -> tuple[str, ColumnElement]:
     return f"nulls:{check.params['column']}", sa.func.count() - sa.func.count(col)
 
 
+def _is_null(check: CheckPlan, scope: Scope) -> ColumnElement:
+    return _column(check, scope).is_(None)
+
+
 def _rows(check: CheckPlan, scope: Scope) -> tuple[str, ColumnElement]:
     return "rows", sa.func.count()
+
+
+def _count_rows(check: CheckPlan, scope: Scope) -> sa.Select:
+    return sa.select(sa.func.count().label("rows")).select_from(scope.table)
 
 
 def _single(check: CheckPlan) -> str | None:
@@ -257,11 +289,26 @@ def _duplicates(check: CheckPlan, scope: Scope) -> tuple[str, ColumnElement]:
     return f"dups:{_single(check)}", extra
 
 
+def _key_groups(check: CheckPlan, scope: Scope, *, null_keys: bool = False) -> sa.Select:
+    """The key values held by more than one row (with null_keys, and the keys with a NULL part)."""
+    cols = [scope.table.c[c] for c in check.params["columns"]]
+    complete = sa.and_(*(c.is_not(None) for c in cols))
+    repeated = sa.func.count() > 1
+    groups = sa.select(*cols).group_by(*cols)
+    return groups.having(sa.or_(repeated, sa.not_(complete))) if null_keys else groups.where(complete).having(repeated)
+
+
 def _duplicate_samples(check: CheckPlan, scope: Scope, limit: int) -> sa.Select | None:
     if _single(check) is None:
         return None
     col = scope.table.c[_single(check)]
-    return sa.select(col).where(col.is_not(None)).group_by(col).having(sa.func.count() > 1).order_by(col).limit(limit)
+    return _key_groups(check, scope).order_by(col).limit(limit)
+
+
+def _duplicate_rows(check: CheckPlan, scope: Scope) -> sa.Select:
+    """Each repeated key with its number of rows; for a primary key, the keys with a NULL part too."""
+    return _key_groups(check, scope, null_keys=check.kind == "primary_key").add_columns(
+        sa.func.count().label("rows"))
 
 
 def _age(check: CheckPlan, scope: Scope) -> tuple[str, ColumnElement]:
@@ -274,15 +321,23 @@ def _age(check: CheckPlan, scope: Scope) -> tuple[str, ColumnElement]:
     return f"age:{check.params['column']}", now - epoch
 
 
+def _newest(check: CheckPlan, scope: Scope) -> sa.Select:
+    return sa.select(sa.func.max(_column(check, scope)).label("newest")).select_from(scope.table)
+
+
 # --- kinds with work of their own -----------------------------------------------------------------
 
 LAST_SQL = "dq_contracts_last_sql"  # connection.info key: the SQL a kind ran, shown with its result
 
 
+def readable(statement: Any, engine: sa.Engine) -> str:
+    """A statement's SQL for people to read: values rendered, a SQL rule's text as written."""
+    return statement.text if isinstance(statement, sa.TextClause) else render(statement, engine)
+
+
 def execute(connection: sa.Connection, statement: Any) -> sa.CursorResult:
     """Run a statement, remembering its SQL for people to read (values rendered)."""
-    connection.info[LAST_SQL] = statement.text if isinstance(statement, sa.TextClause) else render(
-        statement, connection.engine)
+    connection.info[LAST_SQL] = readable(statement, connection.engine)
     return connection.execute(statement)
 
 
@@ -308,12 +363,19 @@ def _relationship_samples(check: CheckPlan, scope: Scope, limit: int) -> sa.Sele
     return orphan_samples(source, check.params["columns"], target, check.params["target_columns"], limit)
 
 
+def _orphan_rows(check: CheckPlan, scope: Scope) -> sa.Select:
+    """Every row whose key points at nothing: the samples' condition, on a table that also names the row."""
+    source = _listing(check, scope).table
+    _, target = _relationship_tables(check, scope)
+    orphaned = orphan_samples(source, check.params["columns"], target, check.params["target_columns"])
+    return sa.select(*source.c).where(orphaned.whereclause)
+
+
 SQLGLOT_DIALECTS = {"postgresql": "postgres", "duckdb": "duckdb", "sqlite": "sqlite", "mysql": "mysql"}
 
 
-def _sql_rule(check: CheckPlan, scope: Scope, connection: sa.Connection) -> Any:
-    """A contract's raw SELECT, judged read-only again with this server's quoting; it must answer
-    exactly one value."""
+def _rule_statement(check: CheckPlan, scope: Scope) -> sa.TextClause:
+    """A contract's raw SELECT with this server's quoting, judged read-only again."""
     if scope.files is not None:
         raise Unmeasurable("SQL rules are not run on file servers: `{object}` has no table name to stand for")
     quote = scope.preparer.quote
@@ -323,7 +385,12 @@ def _sql_rule(check: CheckPlan, scope: Scope, connection: sa.Connection) -> Any:
                              table=qualified, column=column)
     if verdict.refusal or verdict.unresolved:
         raise Unmeasurable(f"not run: {verdict.refusal or ', '.join(verdict.unresolved)}")
-    rows = execute(connection, sa.text(verdict.sql)).fetchmany(2)
+    return sa.text(verdict.sql)
+
+
+def _sql_rule(check: CheckPlan, scope: Scope, connection: sa.Connection) -> Any:
+    """A contract's raw SELECT; it must answer exactly one value."""
+    rows = execute(connection, _rule_statement(check, scope)).fetchmany(2)
     if len(rows) != 1 or len(rows[0]) != 1:
         shape = "no row" if not rows else ("several rows" if len(rows) > 1 else f"{len(rows[0])} columns")
         raise Unmeasurable(f"a SQL rule must return exactly one row of one column; this one returned {shape}")
@@ -355,34 +422,42 @@ _ACCEPTED = _row_level(_accepted)
 _MISSING = _row_level(_missing)
 _INVALID = _row_level(_invalid)
 _MULTIPLE = _row_level(_multiple)
+_NULL_ROWS = _rows_where(_is_null)
 
 
 def _keyed(kind: str) -> Kind:
     """unique, primary_key, duplicate_values: one column in the aggregate, several in a query of their own."""
     return Kind(kind, measure=_duplicates, evaluate=_compound, sample_columns=named_columns,
-                samples=_duplicate_samples, in_aggregate=lambda check: _single(check) is not None)
+                samples=_duplicate_samples, in_aggregate=lambda check: _single(check) is not None,
+                failing_rows=_duplicate_rows)
 
 
 KINDS: dict[str, Kind] = {k.name: k for k in [
     Kind("schema", evaluate=_catalog, judge=judge_schema),
-    Kind("not_null", measure=_nulls),
-    Kind("null_values", measure=_nulls),
+    Kind("not_null", measure=_nulls, failing_rows=_NULL_ROWS),
+    Kind("null_values", measure=_nulls, failing_rows=_NULL_ROWS),
     _keyed("unique"),
     _keyed("primary_key"),
     _keyed("duplicate_values"),
-    Kind("range", measure=_RANGE[0], samples=_RANGE[1], sample_columns=_one_column),
-    Kind("length", measure=_LENGTH[0], samples=_LENGTH[1], sample_columns=_one_column),
-    Kind("pattern", measure=_PATTERN[0], samples=_PATTERN[1], sample_columns=_one_column),
-    Kind("accepted_values", measure=_ACCEPTED[0], samples=_ACCEPTED[1], sample_columns=_one_column),
-    Kind("missing_values", measure=_MISSING[0], samples=_MISSING[1], sample_columns=_one_column),
-    Kind("invalid_values", measure=_INVALID[0], samples=_INVALID[1], sample_columns=_one_column),
+    Kind("range", measure=_RANGE[0], samples=_RANGE[1], sample_columns=_one_column, failing_rows=_RANGE[2]),
+    Kind("length", measure=_LENGTH[0], samples=_LENGTH[1], sample_columns=_one_column, failing_rows=_LENGTH[2]),
+    Kind("pattern", measure=_PATTERN[0], samples=_PATTERN[1], sample_columns=_one_column,
+         failing_rows=_PATTERN[2]),
+    Kind("accepted_values", measure=_ACCEPTED[0], samples=_ACCEPTED[1], sample_columns=_one_column,
+         failing_rows=_ACCEPTED[2]),
+    Kind("missing_values", measure=_MISSING[0], samples=_MISSING[1], sample_columns=_one_column,
+         failing_rows=_MISSING[2]),
+    Kind("invalid_values", measure=_INVALID[0], samples=_INVALID[1], sample_columns=_one_column,
+         failing_rows=_INVALID[2]),
     Kind("multiple_of", measure=_MULTIPLE[0], samples=_MULTIPLE[1], sample_columns=_one_column,
+         failing_rows=_MULTIPLE[2],
          hint="multipleOf needs a numeric column, and {column} could not be read as a number"),
-    Kind("row_count", measure=_rows),
-    Kind("freshness", measure=_age, judge=judge_freshness,
+    Kind("row_count", measure=_rows, failing_rows=_count_rows),
+    Kind("freshness", measure=_age, judge=judge_freshness, failing_rows=_newest,
          hint="freshness needs a date or timestamp column, and {column} could not be read as one"),
-    Kind("relationship", evaluate=_relationship, sample_columns=named_columns, samples=_relationship_samples),
-    Kind("sql", evaluate=_sql_rule, judge=judge_scalar),
+    Kind("relationship", evaluate=_relationship, sample_columns=named_columns, samples=_relationship_samples,
+         failing_rows=_orphan_rows),
+    Kind("sql", evaluate=_sql_rule, judge=judge_scalar, failing_rows=_rule_statement),
 ]}
 
 

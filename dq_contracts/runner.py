@@ -17,7 +17,16 @@ from typing import Any, Iterable, Iterator
 
 import sqlalchemy as sa
 
-from dq_contracts.kinds import KINDS, LAST_SQL, Scope, Unmeasurable, judge_count, named_columns, uses_aggregate
+from dq_contracts.kinds import (
+    KINDS,
+    LAST_SQL,
+    Scope,
+    Unmeasurable,
+    judge_count,
+    named_columns,
+    readable,
+    uses_aggregate,
+)
 from dq_contracts.plans import CheckPlan, ContractPlan, ObjectPlan
 from dq_contracts.schema_check import normalise_type, same_type  # noqa: F401 - re-exported for callers
 from dq_contracts.sql import render, table_for
@@ -41,10 +50,11 @@ class CheckResult:
     threshold: str = ""
     unit: str = "rows"
     row_count: int | None = None
-    sql: str | None = None
+    sql: str | None = None  # the clause's own query: the rows at fault (or the one value it judges)
     error: str | None = None
     samples: list[Any] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
+    aggregate_sql: str | None = None  # what measured it: the table's one scan, or the kind's own query
 
     @property
     def status(self) -> str:
@@ -60,7 +70,8 @@ class CheckResult:
             "asset_key": list(self.asset_key), "name": self.name, "clause": self.clause, "kind": self.kind,
             "passed": self.passed, "severity": self.severity, "observed": _jsonable(self.observed),
             "threshold": self.threshold, "unit": self.unit, "row_count": self.row_count,
-            "error": self.error, "sql": self.sql, "samples": self.samples, "details": self.details,
+            "error": self.error, "sql": self.sql, "aggregate_sql": self.aggregate_sql,
+            "samples": self.samples, "details": self.details,
         }
 
 
@@ -185,8 +196,8 @@ def run_object(
             text = redact_literals(text)
         return text
 
-    def failure(check: CheckPlan, exc: BaseException, sql: str | None = None) -> CheckResult:
-        return result(check, passed=False, error=error_text(check, exc), sql=sql)
+    def failure(check: CheckPlan, exc: BaseException, **kwargs: Any) -> CheckResult:
+        return result(check, passed=False, error=error_text(check, exc), **kwargs)
 
     runnable = []
     for check in checks:
@@ -212,7 +223,8 @@ def run_object(
         kind = KINDS[check.kind]
         judge = kind.judge or judge_count
         key = key_of.get(check.name)
-        sql = aggregate_sql if key is not None else None
+        measured = aggregate_sql if key is not None else None  # what measures it, for a debug log
+        own = _own_sql(check, scope, engine)  # what a person runs to see the rows at fault
         try:
             if key is not None:
                 if key in errors:
@@ -223,22 +235,35 @@ def run_object(
                     try:
                         raw = kind.evaluate(check, scope, connection)
                     finally:
-                        sql = _last_sql(connection) or sql
+                        measured = _last_sql(connection) or measured
             verdict = judge(check, raw, row_count, scope)
         except Exception as exc:  # one check's exception is that check's failed result
-            outcome = failure(check, exc, sql)
+            outcome = failure(check, exc, sql=own if own is not None or key is not None else measured,
+                              aggregate_sql=measured)
             if kind.hint and not isinstance(exc, (Unmeasurable, *_TRANSIENT)):
                 outcome.error = f"{kind.hint.format(**check.params)}: {outcome.error}"
             results[check.name] = outcome
             continue
         results[check.name] = result(check, passed=verdict.passed, observed=verdict.observed, row_count=row_count,
-                                     sql=sql, error=verdict.error, details=verdict.details)
+                                     sql=own if own is not None or key is not None else measured,
+                                     aggregate_sql=measured, error=verdict.error, details=verdict.details)
 
     for check in runnable:
         outcome = results[check.name]
         if not outcome.passed and outcome.error is None:
             _add_samples(check, outcome, scope, engine, timeout_seconds, error_text)
     return [results[c.name] for c in checks]
+
+
+def _own_sql(check: CheckPlan, scope: Scope, engine: sa.Engine) -> str | None:
+    """The clause's own query, rendered for people; None when the kind has none or it cannot be built
+    (then the check's verdict says why, not this)."""
+    failing_rows = KINDS[check.kind].failing_rows
+    try:
+        statement = failing_rows(check, scope) if failing_rows is not None else None
+        return readable(statement, engine) if statement is not None else None
+    except Exception:  # noqa: BLE001 - a courtesy: never changes the verdict
+        return None
 
 
 _TRANSIENT = (StatementTimeout, sa.exc.OperationalError, sa.exc.InterfaceError)
