@@ -17,6 +17,7 @@ from typing import Any, Iterable, Iterator
 
 import sqlalchemy as sa
 
+from dq_contracts import wording
 from dq_contracts.kinds import (
     KINDS,
     LAST_SQL,
@@ -55,6 +56,11 @@ class CheckResult:
     samples: list[Any] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
     aggregate_sql: str | None = None  # what measured it: the table's one scan, or the kind's own query
+    message: str = ""  # one sentence for people (wording.describe); never a value of the data
+
+    def __post_init__(self) -> None:
+        if not self.message and self.error:  # a result built without its plan still says what went wrong
+            self.message = wording.unevaluated(self.error)
 
     @property
     def status(self) -> str:
@@ -70,7 +76,7 @@ class CheckResult:
             "asset_key": list(self.asset_key), "name": self.name, "clause": self.clause, "kind": self.kind,
             "passed": self.passed, "severity": self.severity, "observed": _jsonable(self.observed),
             "threshold": self.threshold, "unit": self.unit, "row_count": self.row_count,
-            "error": self.error, "sql": self.sql, "aggregate_sql": self.aggregate_sql,
+            "error": self.error, "message": self.message, "sql": self.sql, "aggregate_sql": self.aggregate_sql,
             "samples": self.samples, "details": self.details,
         }
 
@@ -215,7 +221,7 @@ def run_object(
         scope = Scope(obj, table_for(obj.physical_name, schema, columns, preparer, files), engine.dialect.name,
                       schema, preparer, now, files)
     except Exception as exc:  # a name this dialect cannot quote: every check says so
-        return [results.get(c.name) or failure(c, exc) for c in checks]
+        return [_worded(c, results.get(c.name) or failure(c, exc)) for c in checks]
 
     aggregated = [c for c in runnable if uses_aggregate(c)]
     key_of, values, row_count, aggregate_sql, errors = _aggregate(aggregated, scope, engine, timeout_seconds)
@@ -252,7 +258,7 @@ def run_object(
         outcome = results[check.name]
         if not outcome.passed and outcome.error is None:
             _add_samples(check, outcome, scope, engine, timeout_seconds, error_text)
-    return [results[c.name] for c in checks]
+    return [_worded(c, results[c.name]) for c in checks]
 
 
 def _own_sql(check: CheckPlan, scope: Scope, engine: sa.Engine) -> str | None:
@@ -264,6 +270,15 @@ def _own_sql(check: CheckPlan, scope: Scope, engine: sa.Engine) -> str | None:
         return readable(statement, engine) if statement is not None else None
     except Exception:  # noqa: BLE001 - a courtesy: never changes the verdict
         return None
+
+
+def _worded(check: CheckPlan, result: CheckResult) -> CheckResult:
+    """The result with its sentence; should its kind's words fail, the plain measurement and threshold."""
+    try:
+        result.message = wording.describe(check, result)
+    except Exception:  # noqa: BLE001 - a courtesy: never changes the verdict
+        result.message = wording.unevaluated(result.error) if result.error else wording.generic(check, result)
+    return result
 
 
 _TRANSIENT = (StatementTimeout, sa.exc.OperationalError, sa.exc.InterfaceError)

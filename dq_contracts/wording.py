@@ -1,0 +1,266 @@
+"""One sentence per check result, for people: counts with their units, ages as durations, the
+contract's threshold in words.
+
+Pure and Dagster-free. A sentence is built only from counts, ages, the threshold and the contract's
+own text (bounds, patterns, names), never from a value of the data: samples are left out whatever
+the column, and a measurement the runner withheld stays withheld.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Callable
+
+from dq_contracts.plans import CheckPlan, Condition, Params
+
+if TYPE_CHECKING:
+    from dq_contracts.runner import CheckResult
+
+Words = Callable[[CheckPlan, "CheckResult"], str]
+
+
+def describe(check: CheckPlan, result: CheckResult) -> str:
+    """The result in one sentence: what was found, in words and units, and what the contract wants."""
+    if check.params.get("refusal"):
+        return f"not run: {check.params['refusal']}"
+    if result.error:
+        return unevaluated(result.error)
+    words = WORDS.get(check.kind)
+    return words(check, result) if words is not None else generic(check, result)
+
+
+def unevaluated(error: str) -> str:
+    """A check that never reached a verdict; a refusal already says so."""
+    return error if error.startswith("not run: ") else f"could not be evaluated: {error}"
+
+
+def generic(check: CheckPlan, result: CheckResult) -> str:
+    """A kind without words of its own: the measurement and the threshold."""
+    return f"measured {_number(result.observed)}; the contract wants {check.threshold_text() or 'nothing'}"
+
+
+# --- numbers, rows and durations ------------------------------------------------------------------
+
+def _number(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return str(int(number)) if number.is_integer() else f"{number:.10g}"
+
+
+def _percent(value: float) -> str:
+    """One decimal, but never 0.0 % for something that is there (nor 100.0 % for less than all)."""
+    text = f"{value:.1f}"
+    if text == "0.0" and value > 0:
+        return f"{value:.2g}"
+    if text == "100.0" and value < 100:
+        return "99.9"
+    return text.removesuffix(".0")
+
+
+def rows(count: int, noun: str = "row") -> str:
+    return f"{count} {noun if count == 1 else noun + 's'}"
+
+
+def duration(seconds: float) -> str:
+    """A human duration: s, min, h or d, to two significant figures below ten of a unit."""
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60), ("s", 1)):
+        if abs(seconds) >= size or unit == "s":
+            value = seconds / size
+            break
+    text = str(math.floor(value + 0.5)) if abs(value) >= 10 else f"{value:.1f}".removesuffix(".0")
+    return f"{text} {unit}"
+
+
+_WORDS_OF = {"mustBe": "exactly", "mustNotBe": "other than", "mustBeGreaterThan": "more than",
+             "mustBeGreaterOrEqualTo": "at least", "mustBeLessThan": "fewer than",
+             "mustBeLessOrEqualTo": "at most"}
+
+
+def _wanted(condition: Condition, show: Callable[[Any], str], counted: bool) -> str:
+    value = condition.value
+    if condition.operator == "mustBeBetween":
+        return f"between {show(value[0])} and {show(value[1])}"
+    if condition.operator == "mustNotBeBetween":
+        return f"not between {show(value[0])} and {show(value[1])}"
+    words = _WORDS_OF.get(condition.operator, condition.operator)
+    return f"{words if counted else words.replace('fewer', 'less')} {show(value)}"
+
+
+def wants(check: CheckPlan, show: Callable[[Any], str] | None = None) -> str:
+    """The threshold in words: `more than 0` (rows), `less than 5 %`, `at most 2 d`."""
+    counted = show is None and check.unit != "percent"
+    if show is None:
+        show = (lambda v: f"{_number(v)} %") if check.unit == "percent" else _number  # noqa: E731
+    return " and ".join(_wanted(c, show, counted) for c in check.conditions) or "nothing (no operator)"
+
+
+def _none_allowed(check: CheckPlan) -> bool:
+    """The default of a clause: not one offending row."""
+    return check.unit == "rows" and [(c.operator, c.value) for c in check.conditions] == [("mustBe", 0)]
+
+
+def _counted(check: CheckPlan, result: CheckResult) -> int | None:
+    """The number of offending rows, whatever the unit."""
+    if check.unit == "percent":
+        count = result.details.get("count")
+        return int(count) if count is not None else None
+    return int(result.observed) if result.observed is not None else None
+
+
+def _share(count: int, total: int | None) -> str:
+    return f" ({_percent(100.0 * count / total)} %)" if total else ""
+
+
+def _judged(check: CheckPlan, sentence: str) -> str:
+    """The sentence, and the threshold unless it is the clause's default of none at all."""
+    return sentence if _none_allowed(check) else f"{sentence}; the contract wants {wants(check)}"
+
+
+Phrase = Callable[[Params], str]
+
+
+def _offending(what: Phrase, nothing: Phrase | None = None) -> Words:
+    """`1 row of 120 below 0 (0.8 %)`; with none, `no value below 0 in 120 rows` (or `nothing`).
+    Both phrases are made of the check's parameters: the contract's own text."""
+
+    def words(check: CheckPlan, result: CheckResult) -> str:
+        count, total = _counted(check, result), result.row_count
+        phrase = what(check.params)
+        if count is None:
+            return _judged(check, f"the rows {phrase} were not counted")
+        if count == 0:
+            none = nothing(check.params) if nothing is not None else f"no value {phrase}"
+            return _judged(check, none + (f" in {rows(total)}" if total is not None else ""))
+        of = f" of {total}" if total is not None else ""
+        return _judged(check, f"{rows(count)}{of} {phrase}{_share(count, total)}")
+
+    return words
+
+
+def _beyond(p: Params) -> str:
+    """The side of a bound an offending value lies on: `below 0`, `at or above 100`."""
+    side = {(True, False): "below", (True, True): "at or below", (False, False): "above",
+            (False, True): "at or above"}[(bool(p["lower"]), bool(p["strict"]))]
+    return f"{side} {_number(p['bound']) if isinstance(p['bound'], (int, float)) else p['bound']}"
+
+
+def _valid(p: Params) -> str:
+    rules = ([f"one of {_listed(p['valid_values'])}"] if p.get("valid_values") is not None else []) + (
+        [f"matching {p['pattern']}"] if p.get("pattern") is not None else [])
+    return " or ".join(rules)
+
+
+def _listed(values: list[Any], most: int = 4) -> str:
+    """The contract's own values, a few of them: `'a', 'b', NULL and 3 more`."""
+    shown = ["NULL" if v is None else repr(v) for v in values[:most]]
+    more = len(values) - most
+    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+
+
+def _target(p: Params) -> str:
+    """What a relationship points at: `orders.order_id`, `orders(id, line)`."""
+    obj, columns = p.get("target_object") or "?", list(p.get("target_columns") or [])
+    return f"{obj}.{columns[0]}" if len(columns) == 1 else f"{obj}({', '.join(columns)})"
+
+
+# --- kinds with words of their own ----------------------------------------------------------------
+
+def _nulls(check: CheckPlan, result: CheckResult) -> str:
+    """`no NULL in 120 rows`, `3 NULLs in 120 rows (2.5 %)`."""
+    count, total = _counted(check, result), result.row_count
+    within = f" in {rows(total)}" if total is not None else ""
+    if count is None:
+        return _judged(check, "the NULLs were not counted")
+    if count == 0:
+        return _judged(check, f"no NULL{within}")
+    return _judged(check, f"{rows(count, 'NULL')}{within}{_share(count, total)}")
+
+
+def _keys(one: str, many: str, nothing: str) -> Words:
+    """`3 duplicate values of customer_id in 500 rows (0.6 %)`; `nothing` when there are none."""
+
+    def words(check: CheckPlan, result: CheckResult) -> str:
+        count, total = _counted(check, result), result.row_count
+        key = ", ".join(check.params.get("columns") or []) or "?"
+        within = f" in {rows(total)}" if total is not None else ""
+        if count is None:
+            return _judged(check, f"the {many} of {key} were not counted")
+        if count == 0:
+            return _judged(check, nothing.format(key=key) + within)
+        return _judged(check, f"{count} {one if count == 1 else many} of {key}{within}{_share(count, total)}")
+
+    return words
+
+
+def _freshness(check: CheckPlan, result: CheckResult) -> str:
+    allowed = wants(check, show=lambda v: duration(float(v))).removeprefix("at most ")
+    if "observed_withheld" in result.details:  # a classified column: its age would give its newest value away
+        verdict = "within" if result.passed else "beyond"
+        return f"the newest value's age is withheld (the column is classified); it is {verdict} the {allowed} " \
+               "the contract allows"
+    if result.observed is None:
+        return f"the newest row's age was not measured; the contract allows {allowed}"
+    return f"newest row {duration(float(result.observed))} old; the contract allows {allowed}"
+
+
+def _row_count(check: CheckPlan, result: CheckResult) -> str:
+    counted = "not measured" if result.observed is None else rows(int(result.observed))
+    return f"{counted}; the contract wants {wants(check)}"
+
+
+def _sql_rule(check: CheckPlan, result: CheckResult) -> str:
+    threshold = check.threshold_text()
+    if "observed_withheld" in result.details:  # the rule reads a classified column
+        met = "meets" if result.passed else "does not meet"
+        return f"SQL rule result withheld (it may be a value of a classified column); it {met} the contract's " \
+               f"{threshold}"
+    if result.observed is None:
+        return f"SQL rule result not measured; the contract wants {threshold}"
+    return f"SQL rule returned {_number(result.observed)}; the contract wants {threshold}"
+
+
+_SCHEMA_PARTS = (("missing", "missing {}"), ("type_mismatches", "{}"), ("logical_type_mismatches", "{}"))
+
+
+def _schema(check: CheckPlan, result: CheckResult) -> str:
+    details = result.details
+    declared = len(check.params.get("columns") or [])
+    broken = [form.format(item) for key, form in _SCHEMA_PARTS for item in details.get(key) or []]
+    undeclared = details.get("undeclared_columns") or []
+    extra = f" ({rows(len(undeclared), 'undeclared column')}: {', '.join(undeclared)})" if undeclared else ""
+    if not broken:
+        return f"all {rows(declared, 'declared column')} present, of the declared types{extra}"
+    differ = "column differs" if len(broken) == 1 else "columns differ"
+    return f"{len(broken)} {differ} from the contract: {'; '.join(broken)}{extra}"
+
+
+WORDS: dict[str, Words] = {
+    "schema": _schema,
+    "not_null": _nulls,
+    "null_values": _nulls,
+    "unique": _keys("duplicate value", "duplicate values", "no duplicate value of {key}"),
+    "duplicate_values": _keys("duplicate value", "duplicate values", "no duplicate value of {key}"),
+    "primary_key": _keys("duplicate or NULL key", "duplicate or NULL keys", "every {key} present and unique"),
+    "range": _offending(_beyond),
+    "length": _offending(lambda p: f"{'shorter' if p['lower'] else 'longer'} than {p['bound']} characters"),
+    "pattern": _offending(lambda p: f"not a valid {p['format']}" if p.get("format") else f"not matching {p['pattern']}",
+                          lambda p: f"every value a valid {p['format']}" if p.get("format")
+                          else f"every value matching {p['pattern']}"),
+    "accepted_values": _offending(lambda p: f"outside the accepted values ({_listed(p['values'])})"),
+    "missing_values": _offending(lambda p: f"counted as missing ({_listed(p['values'])})"),
+    "invalid_values": _offending(lambda p: f"invalid (valid: {_valid(p)})",
+                                 lambda p: f"no invalid value (valid: {_valid(p)})"),
+    "multiple_of": _offending(lambda p: f"not a multiple of {_number(p['divisor'])}",
+                              lambda p: f"every value a multiple of {_number(p['divisor'])}"),
+    "row_count": _row_count,
+    "freshness": _freshness,
+    "relationship": _offending(lambda p: f"pointing at no {_target(p)}",
+                               lambda p: f"no row pointing at a missing {_target(p)}"),
+    "sql": _sql_rule,
+}
