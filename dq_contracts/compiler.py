@@ -19,6 +19,7 @@ from croniter import croniter
 from dq_contracts.normalise import OPERATORS
 from dq_contracts.paths import named_path, pointer
 from dq_contracts.plans import (
+    CLASSIFIED,
     ERROR,
     WARN,
     CheckPlan,
@@ -48,7 +49,10 @@ REASONS = {
                      "(local, s3, gcs, azure with format csv, parquet or json and a path)",
     "no_columns": "the object declares no columns",
     "needs_property": "the metric needs a property (column)",
-    "target_elsewhere": "the referenced table is not in a contract on the same server",
+    "target_elsewhere": "the referenced table is neither in this contract nor in another contract of the "
+                        "folder on the same server",
+    "target_other_server": "the referenced table is in another contract of the folder, on another server",
+    "target_ambiguous": "several other contracts of the folder on the same server declare the referenced table",
     "unknown_element": "the SLA element names no declared column",
     "unknown_unit": "the unit is not a time unit this tool knows",
     "ambiguous_unit": "the unit is ambiguous",
@@ -336,6 +340,8 @@ def _relationship(c: Clause) -> Outcome:
             return c.skip("target_elsewhere", f"source {source!r} is not a declared column")
         resolved_sources.append(found[1])
     resolved = [c.contract.resolve_column(str(t)) for t in targets or []]
+    if resolved and all(r is None for r in resolved) and all("." in str(t) for t in targets):
+        return _relationship_elsewhere(c, rel, [str(t) for t in targets], resolved_sources)
     if not resolved or any(r is None for r in resolved) or len({r[0] for r in resolved}) != 1:
         return c.skip("target_elsewhere", f"{rel.get('to')!r}")
     missing = [str(t) for t, r in zip(targets, resolved) if not r[1]]
@@ -360,6 +366,32 @@ def _relationship(c: Clause) -> Outcome:
                            "target_columns": [r[1] for r in resolved]})
     if c.prop is None:
         plan = replace(plan, name=dagster_name("__".join(resolved_sources)) + "__" + suffix)
+    return plan
+
+
+def _relationship_elsewhere(c: Clause, rel: dict, targets: list[str], sources: list[str]) -> Outcome:
+    """A relationship to a table another contract of the folder declares, on the same server."""
+    object_refs = {t.rsplit(".", 1)[0] for t in targets}
+    if len(object_refs) != 1:
+        return c.skip("target_elsewhere", f"{rel.get('to')!r}")
+    found, code = c.contract.folder.find(object_refs.pop(), str(c.contract.document.get("id")), c.contract.server)
+    if found is None:
+        return c.skip(code, f"{rel.get('to')!r}")
+    columns = [found.columns.get(t.rsplit(".", 1)[1], "") for t in targets]
+    suffix = "references_" + dagster_name(found.name)
+    if not all(columns) or not all(sources) or len(sources) != len(columns):
+        missing = ", ".join(repr(t) for t, col in zip(targets, columns) if not col) or "its source column"
+        return c.fails("relationship", suffix, f"{c.object_name} references {found.name}",
+                       f"relationship to {missing}: {found.name!r} of contract {found.contract_id!r} declares no "
+                       "such column; this check will fail", [*c.parts, "to"], "warning")
+    plan = c.check("relationship", suffix,
+                   f"{c.object_name}({', '.join(sources)}) references {found.name}({', '.join(columns)}) "
+                   f"of contract {found.contract_id}",
+                   params={"columns": sources, "target_object": found.name, "target_table": found.physical_name,
+                           "target_columns": columns, "target_contract": found.contract_id,
+                           "target_classified": found.classified})
+    if c.prop is None:
+        plan = replace(plan, name=dagster_name("__".join(sources)) + "__" + suffix)
     return plan
 
 
@@ -586,12 +618,81 @@ def quality_kind(rule: dict[str, Any]) -> str:
     return f"quality:{kind}"
 
 
+# --- the folder: objects other contracts may reference ---------------------------------------------
+
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # md:, s3://, … (as connections reads a DuckDB database)
+
+
+def server_identity(server: dict, folder: str) -> tuple:
+    """What makes two contracts' servers one database: engine, host, port, database (a relative
+    DuckDB file resolved from the contract's folder), schema, and a file server's path and format."""
+    kind = engine_type(server)
+    database = server.get("database")
+    if kind == "duckdb" and isinstance(database, str) and database not in ("", ":memory:") \
+            and not _URI.match(database):
+        database = os.path.normpath(os.path.join(folder, os.path.expanduser(database)))
+    return (kind, *(str(server.get(k) or "").lower() if k in ("host",) else server.get(k)
+                    for k in ("host", "port")), database, server.get("schema"), server.get("path"),
+            server.get("format"))
+
+
+@dataclass(frozen=True)
+class IndexedObject:
+    """A schema object of some contract of the folder, as a relationship elsewhere sees it."""
+
+    contract_id: str
+    server: tuple | None
+    name: str
+    physical_name: str
+    columns: dict[str, str]  # property name and physicalName -> the column's physical name
+    classified: bool
+
+
+class FolderIndex:
+    """Every schema object of the contracts loaded together, by name and by physicalName, so that a
+    relationship may reference a table that another contract on the same server declares."""
+
+    def __init__(self, contracts: Iterable[ValidatedContract] = ()):
+        self._by_name: dict[str, list[IndexedObject]] = {}
+        for validated in contracts:
+            doc = validated.document
+            folder = os.path.dirname(os.path.abspath(validated.file))
+            servers = [s for s in doc.get("servers") or [] if isinstance(s, dict) and checkable(s)]
+            server = server_identity(servers[0], folder) if servers else None
+            for obj in doc.get("schema") or []:
+                if not isinstance(obj, dict) or not obj.get("name"):
+                    continue
+                props = [p for p in obj.get("properties") or [] if isinstance(p, dict) and p.get("name")]
+                columns: dict[str, str] = {}
+                for prop in props:
+                    physical = str(prop.get("physicalName") or prop.get("name"))
+                    columns.setdefault(str(prop["name"]), physical)
+                    columns.setdefault(physical, physical)
+                entry = IndexedObject(str(doc.get("id")), server, str(obj["name"]),
+                                      str(obj.get("physicalName") or obj["name"]), columns,
+                                      any(str(p.get("classification") or "").strip().lower() in CLASSIFIED
+                                          for p in props))
+                for key in {entry.name, entry.physical_name}:
+                    self._by_name.setdefault(key, []).append(entry)
+
+    def find(self, object_ref: str, contract_id: str, server: tuple | None) -> tuple[IndexedObject | None, str]:
+        """The object another contract declares under that name on the same server, or why not."""
+        others = [o for o in self._by_name.get(object_ref, []) if o.contract_id != contract_id]
+        same = [o for o in others if server is not None and o.server == server]
+        if len(same) == 1:
+            return same[0], ""
+        if same:
+            return None, "target_ambiguous"
+        return None, "target_other_server" if others else "target_elsewhere"
+
+
 # --- compiling one contract -----------------------------------------------------------------------
 
 class _Compiling:
-    def __init__(self, validated: ValidatedContract):
+    def __init__(self, validated: ValidatedContract, folder: FolderIndex | None = None):
         self.validated = validated
         self.document = validated.document
+        self.folder = folder or FolderIndex()
         self.problems: list[Problem] = []
         objects = [o for o in self.document.get("schema") or [] if isinstance(o, dict)]
         self.object_by_name = {str(o.get("name")): o for o in objects}
@@ -599,6 +700,8 @@ class _Compiling:
         sql_servers = [s for s in servers if checkable(s)]
         self.no_sql_server = bool(servers) and not sql_servers
         server_type = engine_type(sql_servers[0]) if sql_servers else None
+        self.server = (server_identity(sql_servers[0], os.path.dirname(os.path.abspath(validated.file)))
+                       if sql_servers else None)
         self.dialect = {"postgresql": "postgres", "sqlserver": "tsql", "cloudsql": "postgres"}.get(
             server_type or "", server_type)
 
@@ -673,8 +776,10 @@ def _property_clauses(props: Any, base: list, obj: dict, object_name: str, ctx: 
         yield from _property_clauses(prop.get("properties"), here, obj, object_name, ctx, True)
 
 
-def compile_contract(validated: ValidatedContract) -> tuple[ContractPlan, list[Problem]]:
-    ctx = _Compiling(validated)
+def compile_contract(validated: ValidatedContract, folder: FolderIndex | None = None
+                     ) -> tuple[ContractPlan, list[Problem]]:
+    """`folder`: the objects of the contracts loaded with this one, which relationships may reference."""
+    ctx = _Compiling(validated, folder)
     doc = ctx.document
     not_enforced: list[NotEnforced] = []
     objects: list[ObjectPlan] = []

@@ -5,12 +5,16 @@
     attributes:
       contracts_dir: "{{ context.project_root }}/contracts"   # or a path relative to this file's folder
       server: prod                                            # optional: the ODCS server to check against
+      key_prefix: warehouse                                   # optional translation settings:
+      group_name: contracts                                   #   key prefix, group, tags, owners
+      automation_sensor: running                              # run checks when their table changes
 """
 
 from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import Literal
 
 import dagster as dg
 from pydantic import Field
@@ -18,6 +22,7 @@ from pydantic import Field
 from dq_contracts.compiler import dagster_name
 from dq_contracts.definitions import RESOURCE_KEY, build_contract_defs
 from dq_contracts.resource import WarehouseResource
+from dq_contracts.translator import ContractObjectData, DqContractsTranslator
 from dq_contracts.runner import DEFAULT_TIMEOUT_SECONDS
 
 PROJECT_CONTRACTS = "{{ context.project_root }}/contracts"
@@ -51,10 +56,21 @@ class ContractsComponent(dg.Component, dg.Resolvable, dg.Model):
                                    "check query")
     freshness_sensor: bool = Field(default=True, description="Report runless materialisations of external "
                                    "tables when their SLA freshness column advances")
-    contract_jobs: bool = Field(default=True, description="A checks-only job per contract (turn off for "
-                                "hundreds of contracts: each job costs Dagster a pass over the asset graph)")
+    contract_jobs: bool = Field(default=False, description="A checks-only job per contract, one for every "
+                                "contract check, and contract crons as schedules (each job costs Dagster a pass "
+                                "over the asset graph at load; by default crons are automation conditions)")
+    automation_sensor: Literal["running", "stopped", "none"] = Field(
+        default="stopped", description="Sensor dq_contracts_automation, which runs checks when their table "
+        "changes and at contract crons: starts 'running' or 'stopped' (as Dagster's own), or 'none' to leave "
+        "the checks' automation conditions to default_automation_condition_sensor")
     strict: bool = Field(default=False, description="Refuse to load any contract when one has an error (for "
                          "CI); by default a broken contract shows a failing contract_valid check instead")
+    key_prefix: str | list[str] | None = Field(default=None, description="Prefix for every asset key "
+                                               "(as dagster-dbt's and dagster-sling's translation settings)")
+    group_name: str | None = Field(default=None, description="Group of every asset (default: the contract's domain)")
+    tags: dict[str, str] | None = Field(default=None, description="Tags added to every asset")
+    owners: list[str] | None = Field(default=None, description="Owners added to every asset (besides the "
+                                     "contract's team)")
 
     def contracts_folder(self, context: dg.ComponentLoadContext) -> Path:
         folder = (Path(context.path) / self.contracts_dir if self.contracts_dir
@@ -66,11 +82,36 @@ class ContractsComponent(dg.Component, dg.Resolvable, dg.Model):
                                     "contracts_dir at the folder (or file) holding your ODCS contracts")
         return folder
 
+    def translator(self) -> DqContractsTranslator:
+        return SettingsTranslator(key_prefix=self.key_prefix, group_name=self.group_name,
+                                  tags=self.tags or {}, owners=self.owners or [])
+
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         key, resource = shared_resource(self.server, self.timeout_seconds)
+        status = {"running": dg.DefaultSensorStatus.RUNNING, "stopped": dg.DefaultSensorStatus.STOPPED,
+                  "none": None}[self.automation_sensor]
         return build_contract_defs(self.contracts_folder(context), resource=resource, resource_key=key,
-                                   freshness_sensor=self.freshness_sensor, contract_jobs=self.contract_jobs,
+                                   translator=self.translator(), freshness_sensor=self.freshness_sensor,
+                                   automation_sensor=status, contract_jobs=self.contract_jobs,
                                    strict=self.strict, name=Path(context.path).name)
+
+
+class SettingsTranslator(DqContractsTranslator):
+    """The component's YAML translation settings on top of the default translator."""
+
+    def __init__(self, *, key_prefix: str | list[str] | None = None, group_name: str | None = None,
+                 tags: dict[str, str] | None = None, owners: list[str] | None = None):
+        self.key_prefix = [key_prefix] if isinstance(key_prefix, str) else list(key_prefix or [])
+        self.group_name, self.extra_tags, self.extra_owners = group_name, dict(tags or {}), list(owners or [])
+
+    def get_asset_spec(self, data: ContractObjectData) -> dg.AssetSpec:
+        spec = super().get_asset_spec(data)
+        if self.key_prefix:
+            spec = spec.replace_attributes(key=spec.key.with_prefix(self.key_prefix))
+        if self.group_name:
+            spec = spec.replace_attributes(group_name=self.group_name)
+        return spec.merge_attributes(tags=self.extra_tags,
+                                     owners=[o for o in self.extra_owners if o not in spec.owners])
 
 
 @functools.lru_cache(maxsize=None)

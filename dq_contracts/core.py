@@ -11,12 +11,12 @@ import os
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from dq_contracts.compiler import compile_contract, definition_names, outline_contract
+from dq_contracts.compiler import FolderIndex, compile_contract, definition_names, outline_contract
 from dq_contracts.loader import load_documents
 from dq_contracts.paths import named_path
 from dq_contracts.plans import ContractPlan
 from dq_contracts.problems import Problem, contract_errors_of, errors_of
-from dq_contracts.validate import validate_document
+from dq_contracts.validate import ValidatedContract, validate_document
 
 
 @dataclass(frozen=True)
@@ -69,12 +69,15 @@ def load_contracts(paths: Iterable[str | os.PathLike[str]], *, server: str | Non
     # files that could not even be parsed count as read too
     result = LoadResult(problems=problems, files_read=len(documents) + len({p.file for p in problems}))
     compiled: list[tuple[ContractPlan, object]] = []
+    valid: list[tuple[ValidatedContract, object]] = []
     for document in documents:
         validated, found = validate_document(document)
         result.problems.extend(found)
-        if validated is None:
-            continue
-        plan, found = compile_contract(validated)
+        if validated is not None:
+            valid.append((validated, document))
+    folder = FolderIndex(v for v, _ in valid)  # relationships may reference another contract's table
+    for validated, document in valid:
+        plan, found = compile_contract(validated, folder)
         result.problems.extend(found)
         compiled.append((plan, document))
 

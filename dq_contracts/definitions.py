@@ -7,9 +7,11 @@ Per contract: a checks-only job, and one schedule per cron the contract declares
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 import os
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,20 +20,18 @@ import dagster as dg
 import sqlalchemy as sa
 
 from dq_contracts.checking import Warehouses, choose_server, failed_results, run_contract
-from dq_contracts.compiler import checks_job_name, dagster_name, op_name, schedule_job_name
-from dq_contracts.core import RejectedContract, load_contracts
-from dq_contracts.plans import ContractPlan, ObjectPlan
+from dq_contracts.compiler import dagster_name
+from dq_contracts.core import load_contracts
+from dq_contracts.kinds import Scope
+from dq_contracts.plans import CheckPlan, ContractPlan, ObjectPlan
 from dq_contracts.problem_defs import problem_defs
-from dq_contracts.problems import ContractError, Problem
+from dq_contracts.problems import ContractError
 from dq_contracts.resource import WarehouseResource
 from dq_contracts.runner import CheckResult, read_only, scrub
+from dq_contracts.schema_check import read_catalog
 from dq_contracts.sql import table_for
-from dq_contracts.translator import (
-    ContractCheckData,
-    ContractObjectData,
-    DqContractsTranslator,
-    tag_value,
-)
+from dq_contracts.specs import ObjectSpecs, build_contract_specs
+from dq_contracts.translator import DqContractsTranslator, clause_text, tag_value
 
 log = logging.getLogger("dq_contracts")
 
@@ -71,38 +71,65 @@ def _with_contract(contract_specs: dict[dg.AssetKey, dg.AssetSpec]):
 
 
 
-def check_result_of(result: CheckResult, spec: dg.AssetCheckSpec) -> dg.AssetCheckResult:
-    """The engine's result as Dagster's, with what a person needs to act on it in the metadata."""
+def check_result_of(result: CheckResult, spec: dg.AssetCheckSpec, plan: ContractPlan | None = None,
+                    obj: ObjectPlan | None = None) -> dg.AssetCheckResult:
+    """The engine's result as Dagster's: what was measured in words and units first, then what a
+    person needs to act on it (the clause's file:line, its own failing-rows query, samples)."""
+    check = next((c for c in obj.checks if c.name == result.name), None) if obj is not None else None
+    message = getattr(result, "message", None) or result.error or ""
     metadata: dict[str, Any] = {
+        "dq_contracts/result": dg.MetadataValue.text(message) if message else None,
+        "dq_contracts/clause": (clause_text(plan, check) if plan is not None and check is not None
+                                else result.clause),
+        "dq_contracts/pointer": result.clause,
+        "dq_contracts/severity": result.severity,
+        "dq_contracts/kind": result.kind,
+        "dq_contracts/dimension": check.dimension if check is not None else None,
+        "dq_contracts/threshold": result.threshold,
+        "dq_contracts/unit": _unit(result),
+        "dq_contracts/status": result.status,
         "dq_contracts/contract_id": result.contract_id,
         "dq_contracts/contract_version": result.contract_version,
-        "dq_contracts/clause": result.clause,
-        "dq_contracts/threshold": result.threshold,
-        "dq_contracts/status": result.status,
     }
     if result.observed is not None:
         observed = result.observed
         metadata["dq_contracts/observed"] = (observed if isinstance(observed, (int, float))
                                              else dg.MetadataValue.text(str(observed)))
     if result.row_count is not None:
-        metadata["dq_contracts/row_count"] = result.row_count
+        metadata["dagster/row_count"] = result.row_count
     if result.error:
         metadata["dq_contracts/error"] = dg.MetadataValue.text(result.error)
     if result.sql:
         metadata["dq_contracts/sql"] = dg.MetadataValue.md(f"```sql\n{result.sql}\n```")
     if result.samples:
         metadata["dq_contracts/samples"] = dg.MetadataValue.json(result.samples)
+    observed_schema = (result.details or {}).get("observed_columns")
+    if observed_schema:
+        metadata["dagster/column_schema"] = dg.TableSchema(columns=[
+            dg.TableColumn(name=str(name), type=str(kind)) for name, kind in observed_schema])
     if result.details:
-        metadata["dq_contracts/details"] = dg.MetadataValue.json(json.loads(json.dumps(result.details,
-                                                                                       default=str)))
+        details = {k: v for k, v in result.details.items() if k != "observed_columns"}
+        if details:
+            metadata["dq_contracts/details"] = dg.MetadataValue.json(json.loads(json.dumps(details, default=str)))
     return dg.AssetCheckResult(
         asset_key=spec.asset_key,
         check_name=spec.name,
         passed=result.passed,
         severity=dg.AssetCheckSeverity.ERROR if result.severity == "ERROR" else dg.AssetCheckSeverity.WARN,
-        metadata=metadata,
-        description=result.error or None,
+        metadata={k: v for k, v in metadata.items() if v is not None},
+        description=message or None,
     )
+
+
+UNITS = {"freshness": "seconds of age", "row_count": "rows", "sql": "value the SQL rule returned",
+         "schema": "columns that differ"}
+
+
+def _unit(result: CheckResult) -> str:
+    """What the observed number counts."""
+    if result.unit == "percent":
+        return "percent of all rows"
+    return UNITS.get(result.kind, "rows that break the clause")
 
 
 def _outcome_line(result: CheckResult, plan: ContractPlan) -> str:
@@ -113,22 +140,16 @@ def _outcome_line(result: CheckResult, plan: ContractPlan) -> str:
     return line + (f": {result.error}" if result.error else "")
 
 
-def _object_checks(plan: ContractPlan, obj: ObjectPlan, asset_key: dg.AssetKey,
-                   translator: DqContractsTranslator, resource_key: str) -> tuple[dg.AssetChecksDefinition, dict[str, dg.AssetCheckKey]]:
-    pairs = [(translator.get_asset_check_spec(ContractCheckData(plan, obj, c, asset_key)), c) for c in obj.checks]
-    spec_of = {check.name: spec for spec, check in pairs}
+def _checks_op(name: str, plan: ContractPlan, obj: ObjectPlan, pairs: list[tuple[CheckPlan, dg.AssetCheckSpec]],
+               resource_key: str, description: str) -> dg.AssetChecksDefinition:
+    spec_of = {check.name: spec for check, spec in pairs}
 
-    @dg.multi_asset_check(
-        name=op_name(plan, obj),
-        specs=[spec for spec, _ in pairs],
-        can_subset=True,
-        required_resource_keys={resource_key},
-        description=f"Clauses of contract {plan.id} {plan.version}, object {obj.name}",
-    )
+    @dg.multi_asset_check(name=name, specs=[spec for _, spec in pairs], can_subset=True,
+                          required_resource_keys={resource_key}, description=description)
     def contract_checks(context):
         warehouse: WarehouseResource = getattr(context.resources, resource_key)
         selected = context.selected_asset_check_keys
-        names = [check.name for spec, check in pairs if spec.key in selected]
+        names = [check.name for check, spec in pairs if spec.key in selected]
         context.log.info(f"contract {plan.id} version {plan.version} ({plan.file}), object {obj.name}: "
                          f"{len(names)} clause(s)")
         try:
@@ -137,46 +158,83 @@ def _object_checks(plan: ContractPlan, obj: ObjectPlan, asset_key: dg.AssetKey,
                                        selected={obj.name: names}, timeout_seconds=warehouse.timeout_seconds)
         except Exception as exc:  # whatever happened, every selected check still reports, failed
             results = failed_results(plan, obj, scrub(f"{type(exc).__name__}: {exc}"), names)
+        aggregates = {r.aggregate_sql for r in results if getattr(r, "aggregate_sql", None)}
+        for sql in sorted(aggregates):  # the one scan that answered the counting clauses, once
+            context.log.debug(f"{obj.name}: one scan for the counting clauses:\n{sql}")
         for result in results:
             context.log.info(_outcome_line(result, plan))
-            yield check_result_of(result, spec_of[result.name])
+            yield check_result_of(result, spec_of[result.name], plan, obj)
 
-    return contract_checks, {name: spec.key for name, spec in spec_of.items()}
+    return contract_checks
+
+
+def _object_checks(specs: ObjectSpecs, prefix: str, resource_key: str) -> list[dg.AssetChecksDefinition]:
+    """One op for the object's own clauses, and one for its relationships to other assets: those
+    wait for the assets they read (their `additional_deps`), which the others need not do."""
+    plan, obj = specs.plan, specs.object
+    own = [(c, s) for c, s in specs.checks if not s.additional_deps]
+    reading = [(c, s) for c, s in specs.checks if s.additional_deps]
+    name = f"{prefix}__{dagster_name(obj.name)}"
+    ops = []
+    if own:
+        ops.append(_checks_op(name, plan, obj, own, resource_key,
+                              f"Clauses of contract {plan.id} {plan.version}, object {obj.name}"))
+    if reading:
+        ops.append(_checks_op(f"{name}__relationships", plan, obj, reading, resource_key,
+                              f"Relationships of contract {plan.id} {plan.version}, object {obj.name}: "
+                              "run after the assets they read"))
+    return ops
+
+
+def short_prefixes(plans: Iterable[ContractPlan]) -> dict[str, str]:
+    """A short, readable, stable name per contract for its ops, jobs and schedules: its `name`, else
+    the last part of its id, else (taken by a contract whose id sorts first) its whole id."""
+    taken: set[str] = set()
+    out: dict[str, str] = {}
+    for plan in sorted(plans, key=lambda p: p.id):
+        last = re.split(r"[:/]", plan.id.rstrip(":/"))[-1]
+        for candidate in (plan.name, last, plan.id, f"{plan.id}__{plan.version}"):
+            name = dagster_name(str(candidate)) if candidate else None
+            if name and name not in taken:
+                break
+        taken.add(name)
+        out[plan.file] = name
+    return out
 
 
 @dataclass
 class _Built:
-    specs: list[tuple[dg.AssetKey, tuple[dg.AssetSpec, ObjectPlan]]]
     checks: list[dg.AssetChecksDefinition]
     jobs: list[dg.UnresolvedAssetJobDefinition]
     schedules: list[dg.ScheduleDefinition]
 
 
-def _contract_defs(plan: ContractPlan, translator: DqContractsTranslator, resource_key: str,
+def _contract_defs(plan: ContractPlan, objects: list[ObjectSpecs], prefix: str, resource_key: str,
                    contract_jobs: bool) -> _Built:
-    """One contract's assets, checks, job and schedules (nothing is added until all of it is built)."""
-    built = _Built([], [], [], [])
+    """One contract's check ops, and with `contract_jobs` its checks-only job and cron schedules."""
+    built = _Built([], [], [])
     check_keys: dict[tuple[str, str], dg.AssetCheckKey] = {}
-    for obj in plan.objects:
-        spec = translator.get_asset_spec(ContractObjectData(plan, obj))
-        built.specs.append((spec.key, (spec, obj)))
-        definition, keys = _object_checks(plan, obj, spec.key, translator, resource_key)
-        built.checks.append(definition)
-        check_keys.update({(obj.name, name): key for name, key in keys.items()})
-    if check_keys and contract_jobs:
+    for specs in objects:
+        built.checks.extend(_object_checks(specs, prefix, resource_key))
+        check_keys.update({(specs.object.name, c.name): s.key for c, s in specs.checks})
+    if not contract_jobs:
+        return built
+    if check_keys:
         built.jobs.append(dg.define_asset_job(
-            checks_job_name(plan), selection=dg.AssetSelection.checks(*check_keys.values()),
+            f"{prefix}__checks", selection=dg.AssetSelection.checks(*check_keys.values()),
             description=f"All clauses of contract {plan.id} {plan.version}",
             tags={"dq_contracts/contract": tag_value(plan.id)}))
     for schedule in plan.schedules:
         keys = [check_keys[pair] for pair in schedule.checks if pair in check_keys]
         if not keys:
             continue
-        job = dg.define_asset_job(schedule_job_name(schedule), selection=dg.AssetSelection.checks(*keys),
+        name = prefix + schedule.name[len(dagster_name(plan.id)):] if schedule.name.startswith(
+            dagster_name(plan.id)) else schedule.name
+        job = dg.define_asset_job(f"{name}__job", selection=dg.AssetSelection.checks(*keys),
                                   description=f"Clauses scheduled by {plan.id} {schedule.clause}")
         built.jobs.append(job)
         built.schedules.append(dg.ScheduleDefinition(
-            name=schedule.name, cron_schedule=schedule.cron, job=job, execution_timezone="UTC",
+            name=name, cron_schedule=schedule.cron, job=job, execution_timezone="UTC",
             description=f"Contract {plan.id} {plan.version}: {schedule.clause} '{schedule.cron}'"))
     return built
 
@@ -204,6 +262,7 @@ def _freshness_sensor(watched: list[tuple[ContractPlan, ObjectPlan, str, dg.Asse
                                       engine.dialect.identifier_preparer, connection.files)
                     with read_only(engine, warehouse.timeout_seconds) as conn:
                         newest = conn.execute(sa.select(sa.func.max(table.c[column]))).scalar()
+                        columns = _observed_columns(obj, table, engine, connection, conn)
                 except Exception as exc:  # one unreachable table must not stop the others
                     context.log.warning(f"{key.to_user_string()}: {scrub(str(exc))}")
                     continue
@@ -212,12 +271,33 @@ def _freshness_sensor(watched: list[tuple[ContractPlan, ObjectPlan, str, dg.Asse
                 seen = str(newest)
                 if cursor.get(key.to_user_string()) != seen:
                     cursor[key.to_user_string()] = seen
+                    metadata: dict[str, Any] = {"dq_contracts/newest": seen, "dq_contracts/contract_id": plan.id}
+                    if columns:  # so that Dagster's column-schema-change checks work on external tables
+                        metadata["dagster/column_schema"] = dg.TableSchema(
+                            columns=[dg.TableColumn(name, kind) for name, kind in columns])
                     events.append(dg.AssetMaterialization(
                         asset_key=key, description=f"{obj.physical_name}.{column} advanced to {seen}",
-                        metadata={"dq_contracts/newest": seen, "dq_contracts/contract_id": plan.id}))
+                        metadata=metadata))
         return dg.SensorResult(asset_events=events, cursor=json.dumps(cursor, sort_keys=True))
 
     return freshness_sensor
+
+
+ALL_CHECKS_JOB = "dq_contracts_checks"
+AUTOMATION_SENSOR = "dq_contracts_automation"
+
+
+def _observed_columns(obj: ObjectPlan, table: Any, engine: sa.Engine, connection: Any,
+                      conn: sa.Connection) -> list[tuple[str, str]]:
+    """The table's columns and types as the catalog has them; none when it cannot say."""
+    try:
+        scope = Scope(obj, table, engine.dialect.name, connection.schema, engine.dialect.identifier_preparer,
+                      dt.datetime.now(dt.timezone.utc), connection.files)
+        found = read_catalog(scope, conn)
+        return [(str(c["name"]), str(c.get("type_text") or c["type"].compile(dialect=engine.dialect)))
+                for c in found.values()]
+    except Exception:  # a courtesy: the materialisation is reported all the same
+        return []
 
 
 def build_contract_defs(
@@ -229,7 +309,8 @@ def build_contract_defs(
     resource: WarehouseResource | None = None,
     resource_key: str = RESOURCE_KEY,
     freshness_sensor: bool = True,
-    contract_jobs: bool = True,
+    automation_sensor: dg.DefaultSensorStatus | None = dg.DefaultSensorStatus.STOPPED,
+    contract_jobs: bool = False,
     strict: bool = False,
     name: str | None = None,
 ) -> dg.Definitions:
@@ -239,17 +320,25 @@ def build_contract_defs(
     them has gets its checks attached to it (they run after each materialisation, and ERROR clauses
     block downstream assets) instead of an external AssetSpec.
 
+    What runs when: each check has an automation condition (the translator's
+    `automation_condition`): it runs when its table is updated (materialised in Dagster, or reported
+    by the freshness sensor), relationships after the table they read, and each contract cron runs
+    the clauses it lists. Sensor `dq_contracts_automation` evaluates those conditions; like Dagster's
+    own automation sensor it starts stopped (`automation_sensor=dg.DefaultSensorStatus.RUNNING` to
+    start it, None to leave the conditions to Dagster's `default_automation_condition_sensor`). No
+    job is defined by default: each job costs Dagster a pass over the whole asset graph at load.
+
+    `contract_jobs=True` adds a checks-only job per contract, job `dq_contracts_checks` for every
+    contract check, and makes each contract cron a Dagster schedule instead of a condition; past a
+    few hundred contracts those jobs dominate loading.
+
     A contract with errors does not take the others down: every valid contract loads, and each asset
     the broken one names gets a failing `contract_valid` check listing its problems (also logged).
     A refused SQL rule fails its own check only. `strict=True` raises ContractError, listing every
     problem, when any contract has an error (for CI).
 
     `name` tells apart several sets of contracts in one code location: it suffixes the names of the
-    sensors (`dq_contracts_freshness__<name>`) and of the contract-problems check.
-
-    `contract_jobs=False` leaves out the checks-only job per contract (schedules keep theirs): Dagster
-    resolves every job against the whole asset graph, which dominates loading past a few hundred
-    contracts.
+    sensors, of the all-checks job and of the contract-problems check.
     """
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     translator = translator or DqContractsTranslator()
@@ -264,42 +353,48 @@ def build_contract_defs(
             log.warning(problem.render())
 
     own = _keys_of(assets) | (_keys_of(defs.assets or []) if defs is not None else set())
+    built = build_contract_specs(loaded.usable_plans, translator, server=server,
+                                 crons_as_conditions=not contract_jobs, own_keys=own)
+    rejected = [*loaded.rejected, *built.rejected]
     specs: list[dg.AssetSpec] = []
     for_own: dict[dg.AssetKey, dg.AssetSpec] = {}
     checks: list[dg.AssetChecksDefinition] = []
     jobs: list[dg.UnresolvedAssetJobDefinition] = []
     schedules: list[dg.ScheduleDefinition] = []
     watched: list[tuple[ContractPlan, ObjectPlan, str, dg.AssetKey]] = []
-    rejected = list(loaded.rejected)
-    claimed: dict[dg.AssetKey, ContractPlan] = {}
-    for plan in sorted(loaded.usable_plans, key=lambda p: p.id):
-        try:  # a translator's exception, or two contracts it maps to one key, cost that contract only
-            built = _contract_defs(plan, translator, resource_key, contract_jobs)
-        except Exception as exc:
-            rejected.append(RejectedContract(plan.file, (Problem(
-                plan.file, f"building its Dagster definitions failed: {type(exc).__name__}: {exc}"),), plan))
-            continue
-        clash = next((key for key, _ in built.specs if key in claimed), None)
-        if clash is not None:
-            rejected.append(RejectedContract(plan.file, (Problem(
-                plan.file, f"asset {clash.to_user_string()} is also the asset of {claimed[clash].file} (contract "
-                f"{claimed[clash].id!r}) once the translator has named it; give one of them another key"),), plan))
-            continue
-        for key, (spec, obj) in built.specs:
-            claimed[key] = plan
-            if key in own:
-                for_own[key] = spec
-            else:
-                specs.append(spec)
-                fresh = next((f for f in plan.freshness if f.object == obj.name), None)
-                if fresh:
-                    watched.append((plan, obj, fresh.element, key))
-        checks.extend(built.checks)
-        jobs.extend(built.jobs)
-        schedules.extend(built.schedules)
+    by_plan: dict[str, list[ObjectSpecs]] = {}
+    for specs_of in built.objects:
+        by_plan.setdefault(specs_of.plan.file, []).append(specs_of)
+        key, plan, obj = specs_of.asset.key, specs_of.plan, specs_of.object
+        if key in own:
+            for_own[key] = specs_of.asset
+        else:
+            specs.append(specs_of.asset)
+            fresh = next((f for f in plan.freshness if f.object == obj.name), None)
+            if fresh:
+                watched.append((plan, obj, fresh.element, key))
+    prefixes = short_prefixes(o[0].plan for o in by_plan.values())
+    for file, objects in by_plan.items():
+        contract = _contract_defs(objects[0].plan, objects, prefixes[file], resource_key, contract_jobs)
+        checks.extend(contract.checks)
+        jobs.extend(contract.jobs)
+        schedules.extend(contract.schedules)
 
     suffix = f"__{dagster_name(name)}" if name else ""
-    sensors = [_freshness_sensor(watched, resource_key, suffix)] if freshness_sensor and watched else []
+    check_keys = [spec.key for o in built.objects for _, spec in o.checks]
+    sensors: list[dg.SensorDefinition] = []
+    if freshness_sensor and watched:
+        sensors.append(_freshness_sensor(watched, resource_key, suffix))
+    if check_keys:
+        if contract_jobs:  # a job costs Dagster a pass over the whole graph at load: none by default
+            jobs.append(dg.define_asset_job(ALL_CHECKS_JOB + suffix, selection=dg.AssetSelection.checks(*check_keys),
+                                            description="Every clause of every contract (checks only)"))
+        if automation_sensor is not None and any(s.automation_condition for o in built.objects for _, s in o.checks):
+            sensors.append(dg.AutomationConditionSensorDefinition(
+                AUTOMATION_SENSOR + suffix, target=dg.AssetSelection.checks(*check_keys),
+                default_status=automation_sensor,
+                description="Runs contract checks when their table changes, after the tables relationships "
+                            "read, and at contract crons (the checks' automation conditions)"))
     mapper = _with_contract(for_own)
     user_assets = [a.map_asset_specs(mapper) if isinstance(a, dg.AssetsDefinition)
                    else mapper(a) if isinstance(a, dg.AssetSpec) else a for a in assets]

@@ -138,6 +138,8 @@ class RelationshipParams(Params):
     target_object: str = ""
     target_table: str = ""
     target_columns: list[str] = field(default_factory=list)
+    target_contract: str | None = None  # the target's contract id when it is another contract of the folder
+    target_classified: bool = False  # the target object holds a classified column
 
 
 @dataclass(frozen=True)

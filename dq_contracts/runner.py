@@ -190,9 +190,11 @@ def run_object(
 
     def touches_classified(check: CheckPlan) -> bool:
         """Any column of this object, or of the object a relationship reads, is classified."""
-        target = contract.object(str(check.params.get("target_object") or "")) if check.kind == "relationship" \
-            else None
-        return obj.has_classified or (target is not None and target.has_classified)
+        if check.kind != "relationship":
+            return obj.has_classified
+        target = None if check.params.get("target_contract") else contract.object(str(check.params["target_object"]))
+        return obj.has_classified or bool(check.params.get("target_classified")) or (
+            target is not None and target.has_classified)
 
     def error_text(check: CheckPlan, exc: BaseException) -> str:
         """What a person may read of an error: no credential, and no value it quotes where a

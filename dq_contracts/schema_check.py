@@ -153,6 +153,9 @@ def differences(check: Any, scope: Scope, connection: sa.Connection) -> dict[str
         if column.get("required") and found.get("nullable"):
             nullable.append(name)
     return {
+        # what the table has, as Dagster's column schema shows it (names and types only, no values)
+        "observed_columns": [[str(c["name"]), str(c.get("type_text") or c["type"].compile(dialect=connection.dialect))]
+                             for c in actual.values()],
         "missing": missing,
         "type_mismatches": mismatched,
         "logical_type_mismatches": logical,

@@ -12,13 +12,16 @@ the AssetCheckSpec:
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import os
 import re
 from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
 
-from dq_contracts.plans import CheckPlan, ContractPlan, ObjectPlan
+from dq_contracts.compiler import is_file_server
+from dq_contracts.plans import CheckPlan, ContractPlan, FreshnessPlan, ObjectPlan
 
 TAG_MAX = 63
 
@@ -34,10 +37,12 @@ class ContractObjectData:
 
     contract: ContractPlan
     object: ObjectPlan
+    freshness: FreshnessPlan | None = None  # the contract's SLA latency on this object
+    server: dict[str, Any] | None = None  # the server its checks run against (the contract's first SQL server)
 
     @property
     def server_type(self) -> str | None:
-        return next((str(s.get("type")).lower() for s in self.contract.servers if s.get("type")), None)
+        return str(self.server.get("type")).lower() if self.server and self.server.get("type") else None
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,9 @@ class ContractCheckData:
     object: ObjectPlan
     check: CheckPlan
     asset_key: dg.AssetKey  # the key get_asset_spec gave this object's asset (it may be customised)
+    target_asset_key: dg.AssetKey | None = None  # a relationship's referenced asset, as get_asset_spec named it
+    crons: tuple[str, ...] = ()  # contract crons that list this clause (UTC)
+    materialised_in_dagster: bool = False  # the asset is one of the user's own (not an external AssetSpec)
 
 
 def with_check_attributes(spec: dg.AssetCheckSpec, **changes: Any) -> dg.AssetCheckSpec:
@@ -62,8 +70,7 @@ class DqContractsTranslator:
     """Override `get_asset_spec` and `get_asset_check_spec`; both take one frozen record."""
 
     def get_asset_spec(self, data: ContractObjectData) -> dg.AssetSpec:
-        plan, obj = data.contract, data.object
-        freshness = next((f for f in plan.freshness if f.object == obj.name), None)
+        plan, obj, freshness = data.contract, data.object, data.freshness
         return dg.AssetSpec(
             key=dg.AssetKey(list(obj.asset_key)),
             description=self.description(data),
@@ -72,6 +79,7 @@ class DqContractsTranslator:
             tags=self.tags(data),
             kinds={k for k in (data.server_type, "odcs") if k},
             group_name=re.sub(r"[^A-Za-z0-9_]", "_", plan.domain) if plan.domain else None,
+            code_version=plan.version,
             freshness_policy=dg.FreshnessPolicy.time_window(
                 fail_window=dt.timedelta(seconds=freshness.fail_window_seconds)) if freshness else None,
         )
@@ -82,21 +90,38 @@ class DqContractsTranslator:
             name=check.name,
             asset=data.asset_key,
             description=check.description,
-            blocking=check.blocking,
+            # ERROR clauses block where Dagster materialises the asset. A relationship waits for the
+            # table it reads; were it blocking too, one table failing an ERROR clause would skip
+            # checks across every table downstream of it, chained
+            blocking=check.blocking and data.materialised_in_dagster and data.target_asset_key is None,
+            additional_deps=[data.target_asset_key] if data.target_asset_key else None,
+            automation_condition=self.automation_condition(data),
             metadata={k: v for k, v in {
                 "dq_contracts/contract_id": plan.id,
                 "dq_contracts/contract_version": plan.version,
                 "dq_contracts/object": obj.name,
                 "dq_contracts/property": check.property,
-                "dq_contracts/clause": check.clause,
+                "dq_contracts/clause": clause_text(plan, check),
+                "dq_contracts/pointer": check.clause,
                 "dq_contracts/kind": check.kind,
                 "dq_contracts/dimension": check.dimension,
                 "dq_contracts/severity": check.severity,
                 "dq_contracts/threshold": check.threshold_text(),
+                "dagster/code_references": code_references(plan, getattr(check, "line", None), check.name),
             }.items() if v is not None},
         )
 
+    def automation_condition(self, data: ContractCheckData) -> dg.AutomationCondition | None:
+        """When Dagster runs the check by itself: each time its table is updated (materialised in
+        Dagster, or reported by the freshness sensor), after any table a relationship reads, and at
+        each contract cron that lists the clause. Return None to run it only in jobs you define."""
+        return checks_condition(data.crons)
+
     # --- pieces, each overridable on its own -----------------------------------------------------
+
+    def table_name(self, data: ContractObjectData) -> str:
+        """The table as the server names it: database.schema.table where the server says them."""
+        return qualified_table(data.server, data.object.physical_name)
 
     def description(self, data: ContractObjectData) -> str:
         plan, obj = data.contract, data.object
@@ -128,7 +153,8 @@ class DqContractsTranslator:
                                                (f"classification: {c.classification}", bool(c.classification)))
                                if on]),
                 ) for c in obj.columns]),
-            "dagster/table_name": obj.physical_name,
+            "dagster/table_name": self.table_name(data),
+            "dagster/code_references": code_references(plan, getattr(obj, "line", None), obj.name),
             "dq_contracts/contract_id": plan.id,
             "dq_contracts/contract_version": plan.version,
             "dq_contracts/contract_file": plan.file,
@@ -138,6 +164,9 @@ class DqContractsTranslator:
             if link.get("url"):
                 metadata[f"dq_contracts/link/{tag_value(link.get('type') or i)}"] = dg.MetadataValue.url(
                     str(link["url"]))
+        uri = server_uri(data.server, data.object.physical_name)
+        if uri:
+            metadata["dagster/uri"] = uri
         if plan.dropped_owners:
             metadata["dq_contracts/owners_not_mapped"] = ", ".join(plan.dropped_owners)
         # this object's entries, and the contract-wide ones (SLA, servers…) shown on every asset
@@ -149,3 +178,77 @@ class DqContractsTranslator:
                                            dg.TableColumn("reason", "string")]),
         )
         return metadata
+
+
+# A check is "missing" while it has not run since its table's latest update. Requested once, when
+# that becomes true and nothing it reads is missing or being built: a run that builds the table
+# and checks it leaves nothing to ask for, and a check that could not run is not asked for again
+# at every tick. (`eager()` resets on the table's update itself for checks, so it would miss a
+# second update of an external table.)
+AC = dg.AutomationCondition
+CHECK_WHEN_UPDATED: dg.AutomationCondition = (
+    AC.missing() & ~AC.any_deps_missing() & ~AC.any_deps_in_progress() & ~AC.in_progress()
+).newly_true().with_label("its table was updated since it last ran")
+
+
+@functools.lru_cache(maxsize=None)
+def checks_condition(crons: tuple[str, ...]) -> dg.AutomationCondition:
+    """The table was updated since the check last ran (CHECK_WHEN_UPDATED), or a contract cron ticked. One object per set of crons: conditions are immutable."""
+    condition: dg.AutomationCondition = CHECK_WHEN_UPDATED
+    for cron in crons:
+        condition = condition | dg.AutomationCondition.cron_tick_passed(cron, "UTC").with_label(
+            f"contract cron {cron} (UTC)")
+    return condition
+
+
+def clause_text(plan: ContractPlan, check: CheckPlan) -> str:
+    """Where a person finds the clause: `contracts/orders.odcs.yaml:42 schema.orders.properties…`."""
+    line, where = getattr(check, "line", None), getattr(check, "where", "") or check.clause
+    return f"{plan.file}:{line} {where}" if line else f"{plan.file} {where}"
+
+
+def code_references(plan: ContractPlan, line: int | None, label: str) -> dg.CodeReferencesMetadataValue:
+    """A link to the contract file and line (`link_code_references_to_git` makes it a link into the
+    repository for deployments)."""
+    return dg.CodeReferencesMetadataValue(code_references=[dg.LocalFileCodeReference(
+        file_path=_absolute(plan.file), line_number=line, label=label)])
+
+
+@functools.lru_cache(maxsize=4096)
+def _absolute(file: str) -> str:
+    return os.path.abspath(file)
+
+
+def _catalog(server: dict[str, Any]) -> str | None:
+    """The database part of a table's name: PostgreSQL's database, a DuckDB file's catalog (its stem)."""
+    database = server.get("database") or server.get("catalog")
+    if not database or str(database).startswith(":memory:"):
+        return None
+    text = str(database)
+    if str(server.get("type", "")).lower() == "duckdb":
+        text = re.sub(r"\.(duckdb|db|ddb)$", "", os.path.basename(text.split("?")[0].rstrip("/")))
+    return text or None
+
+
+def qualified_table(server: dict[str, Any] | None, physical_name: str) -> str:
+    parts = physical_name.split(".")
+    if not server or is_file_server(server) or len(parts) >= 3:
+        return physical_name
+    prefix = [_catalog(server), server.get("schema")][: 3 - len(parts)]  # schema.table lacks the catalog only
+    return ".".join([*(str(p) for p in prefix if p), *parts])
+
+
+def server_uri(server: dict[str, Any] | None, physical_name: str) -> str | None:
+    """Where the table lives, without credentials: `postgresql://host:5432/db/schema.table`,
+    `duckdb:warehouse.duckdb/schema.table`, a file server's path."""
+    if not server:
+        return None
+    kind = str(server.get("type", "")).lower()
+    if is_file_server(server):
+        return str(server.get("path")).replace("{model}", physical_name)
+    host = server.get("host")
+    location = f"//{host}{':' + str(server['port']) if server.get('port') else ''}/" if host else ""
+    database = str(server.get("database") or "")
+    table = ".".join(str(p) for p in (server.get("schema"), physical_name) if p)
+    scheme = {"postgres": "postgresql"}.get(kind, kind)
+    return f"{scheme}:{location}{database}/{table}" if (database or location) else None

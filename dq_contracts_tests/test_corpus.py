@@ -147,6 +147,6 @@ def test_demo_contracts_use_every_row_of_the_clause_table():
     assert any(len(c.clauses) > 1 for c in pk), "a compound primary key"
     assert any(c.params.get("format") == "email" for p in result.plans for o in p.objects for c in o.checks)
     codes = {n.code for p in result.plans for n in p.not_enforced}
-    assert codes >= {"prose", "custom_engine", "not_data_quality", "unknown_format", "target_elsewhere"}
+    assert codes >= {"prose", "custom_engine", "not_data_quality", "unknown_format"}
     assert any(p.schedules for p in result.plans) and any(p.freshness for p in result.plans)
     assert any(c.classified for p in result.plans for o in p.objects for c in o.columns)

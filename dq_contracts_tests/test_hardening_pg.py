@@ -199,7 +199,7 @@ def test_a_server_stopped_in_the_middle_of_a_run(cluster, warehouse, tmp_path, m
     monkeypatch.setenv("DQ_CONTRACTS_WH_PORT", str(cluster.port))
     monkeypatch.setenv("DQ_CONTRACTS_WH_USER", "dq_reader")
     monkeypatch.setenv("DQ_CONTRACTS_WH_PASSWORD", READER_PW)
-    defs = build_contract_defs(path)
+    defs = build_contract_defs(path, contract_jobs=True)
     job = defs.resolve_job_def("mid__checks")
     expected = {(s.asset_key.to_user_string(), s.name) for c in defs.asset_checks for s in c.check_specs}
 
@@ -241,7 +241,7 @@ def test_a_table_dropped_between_plan_and_run(cluster, warehouse, tmp_path, monk
     monkeypatch.setenv("DQ_CONTRACTS_WH_PORT", str(cluster.port))
     monkeypatch.setenv("DQ_CONTRACTS_WH_USER", "dq_reader")
     monkeypatch.setenv("DQ_CONTRACTS_WH_PASSWORD", READER_PW)
-    defs = build_contract_defs(write(tmp_path, doc))
+    defs = build_contract_defs(write(tmp_path, doc), contract_jobs=True)
     with warehouse.begin() as c:
         c.exec_driver_sql("DROP TABLE x")
     result = defs.resolve_job_def("drop__checks").execute_in_process(instance=dg.DagsterInstance.ephemeral(),
@@ -276,7 +276,7 @@ def test_the_password_appears_nowhere(cluster, warehouse, tmp_path, monkeypatch,
     outputs = []
     with dg.DagsterInstance.local_temp(str(home)) as instance:
         for server_name in ("wh", "down"):
-            defs = build_contract_defs(path, resource=WarehouseResource(server=server_name))
+            defs = build_contract_defs(path, resource=WarehouseResource(server=server_name), contract_jobs=True)
             result = defs.resolve_job_def("secret__checks").execute_in_process(instance=instance,
                                                                               raise_on_error=False)
             evaluations = result.get_asset_check_evaluations()
@@ -286,7 +286,7 @@ def test_the_password_appears_nowhere(cluster, warehouse, tmp_path, monkeypatch,
             outputs.extend(repr(r) for r in instance.all_logs(result.run_id))
         # a wrong password too: the error must not echo what was tried
         monkeypatch.setenv("DQ_CONTRACTS_WH_PASSWORD", READER_PW + "-wrong")
-        defs = build_contract_defs(path, resource=WarehouseResource(server="wh"))
+        defs = build_contract_defs(path, resource=WarehouseResource(server="wh"), contract_jobs=True)
         result = defs.resolve_job_def("secret__checks").execute_in_process(instance=instance, raise_on_error=False)
         outputs.append(repr([e.metadata for e in result.get_asset_check_evaluations()]))
         outputs.extend(repr(r) for r in instance.all_logs(result.run_id))

@@ -44,8 +44,8 @@ ADDED = """      - name: sku
 
 
 def run_checks(path, instance):
-    defs = build_contract_defs(path)
-    job = defs.resolve_job_def("urn_shop_items__checks")
+    defs = build_contract_defs(path, contract_jobs=True)
+    job = defs.resolve_job_def("items__checks")
     result = job.execute_in_process(instance=instance, raise_on_error=False)
     return defs, result.run_id
 

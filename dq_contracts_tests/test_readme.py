@@ -124,4 +124,4 @@ def test_report_on_a_local_dagster_home_prints_no_dagster_warning(tmp_path):
                           capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     assert "dagster.yaml" not in proc.stdout + proc.stderr and "WARNING" not in proc.stderr.upper()
-    assert "total: pass 0  warn 0  fail 0  error 0  not_run 51" in proc.stdout
+    assert "total: pass 0  warn 0  fail 0  error 0  not_run 52" in proc.stdout

@@ -231,7 +231,7 @@ def test_no_classified_value_leaves_the_database_by_any_path(warehouse_any, tmp_
     home.mkdir()
     resource = WarehouseResource(servers={server["server"]: {k.split("_")[-1].lower(): v for k, v in environ.items()}})
     with dg.DagsterInstance.local_temp(str(home)) as instance:
-        defs = build_contract_defs(path, resource=resource)
+        defs = build_contract_defs(path, resource=resource, contract_jobs=True)
         result = defs.resolve_job_def("pii__checks").execute_in_process(instance=instance, raise_on_error=False)
         assert len(result.get_asset_check_evaluations()) == len(results) + 1  # people and known
         outputs += [repr(r) for r in instance.all_logs(result.run_id)]

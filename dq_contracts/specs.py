@@ -1,0 +1,119 @@
+"""The spec-building step (as dagster-dbt's `build_dbt_specs`): plans in, Dagster asset specs and
+asset check specs out, no ops. `build_contract_defs` and the component both build on it; a user who
+wants to write their own ops can too.
+
+Every asset is named first, so that a relationship's check can name the asset it reads (in this
+contract or another one of the folder) in `additional_deps`, as the translator keyed it.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import dagster as dg
+
+from dq_contracts.checking import ServerChoiceError, choose_server
+from dq_contracts.core import RejectedContract
+from dq_contracts.plans import CheckPlan, ContractPlan, ObjectPlan
+from dq_contracts.problems import Problem
+from dq_contracts.translator import ContractCheckData, ContractObjectData, DqContractsTranslator
+
+
+@dataclass(frozen=True)
+class ObjectSpecs:
+    """One schema object: its asset spec and the spec of each of its checks."""
+
+    plan: ContractPlan
+    object: ObjectPlan
+    asset: dg.AssetSpec
+    checks: tuple[tuple[CheckPlan, dg.AssetCheckSpec], ...]
+
+
+@dataclass
+class ContractSpecs:
+    objects: list[ObjectSpecs] = field(default_factory=list)
+    rejected: list[RejectedContract] = field(default_factory=list)  # translator errors, keys claimed twice
+
+
+def server_of(plan: ContractPlan, server: str | None = None) -> dict[str, Any] | None:
+    try:
+        return choose_server(plan, server)
+    except ServerChoiceError:
+        return None
+
+
+def build_contract_specs(plans: Iterable[ContractPlan], translator: DqContractsTranslator | None = None, *,
+                         server: str | None = None, crons_as_conditions: bool = True,
+                         own_keys: Iterable[dg.AssetKey] = ()) -> ContractSpecs:
+    """Asset and check specs of every plan. A translator exception, or two contracts the translator
+    maps to one asset key, cost that contract only (it is returned in `rejected`).
+
+    `crons_as_conditions`: a contract cron becomes part of its clauses' automation condition
+    (False when the crons are Dagster schedules instead). `own_keys`: the keys of the user's own
+    assets, which Dagster materialises (their ERROR clauses are blocking checks)."""
+    with warnings.catch_warnings():  # code references are a beta API of Dagster 1.13: not the user's concern
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        return _build(list(plans), translator or DqContractsTranslator(), server, crons_as_conditions,
+                      set(own_keys))
+
+
+def _build(plans: list[ContractPlan], translator: DqContractsTranslator, server: str | None,
+           crons_as_conditions: bool, own_keys: set[dg.AssetKey]) -> ContractSpecs:
+    out = ContractSpecs()
+    named: list[tuple[ContractPlan, list[tuple[ObjectPlan, dg.AssetSpec]]]] = []
+    claimed: dict[dg.AssetKey, ContractPlan] = {}
+    key_of: dict[tuple[str, str], dg.AssetKey] = {}  # (contract id, object name) -> asset key
+    for plan in sorted(plans, key=lambda p: p.id):
+        chosen = server_of(plan, server)
+        try:
+            assets = [(obj, translator.get_asset_spec(ContractObjectData(
+                plan, obj, next((f for f in plan.freshness if f.object == obj.name), None), chosen)))
+                for obj in plan.objects]
+        except Exception as exc:
+            out.rejected.append(_rejected(plan, f"building its Dagster definitions failed: {type(exc).__name__}: {exc}"))
+            continue
+        clash = next((spec.key for _, spec in assets if spec.key in claimed), None)
+        if clash is None:  # one key for two objects of this contract is a clash too
+            seen: set[dg.AssetKey] = set()
+            clash = next((spec.key for _, spec in assets if spec.key in seen or seen.add(spec.key)), None)
+        if clash is not None:
+            other = claimed.get(clash, plan)
+            out.rejected.append(_rejected(plan, f"asset {clash.to_user_string()} is also the asset of {other.file} "
+                                          f"(contract {other.id!r}) once the translator has named it; give one of "
+                                          "them another key"))
+            continue
+        for obj, spec in assets:
+            claimed[spec.key] = plan
+            key_of[(plan.id, obj.name)] = spec.key
+        named.append((plan, assets))
+
+    for plan, assets in named:
+        crons: dict[tuple[str, str], tuple[str, ...]] = {}
+        for schedule in plan.schedules if crons_as_conditions else ():
+            for pair in schedule.checks:
+                crons[pair] = (*crons.get(pair, ()), schedule.cron)
+        try:
+            objects = []
+            for obj, asset in assets:
+                checks = []
+                for check in obj.checks:
+                    target = None
+                    if check.kind == "relationship" and check.params.get("target_object"):
+                        target = key_of.get((check.params.get("target_contract") or plan.id,
+                                             check.params["target_object"]))
+                    data = ContractCheckData(plan, obj, check, asset.key, target if target != asset.key else None,
+                                             crons.get((obj.name, check.name), ()), asset.key in own_keys)
+                    checks.append((check, translator.get_asset_check_spec(data)))
+                objects.append(ObjectSpecs(plan, obj, asset, tuple(checks)))
+        except Exception as exc:
+            out.rejected.append(_rejected(plan, f"building its Dagster definitions failed: {type(exc).__name__}: {exc}"))
+            continue
+        out.objects.extend(objects)
+    return out
+
+
+def _rejected(plan: ContractPlan, message: str) -> RejectedContract:
+    return RejectedContract(plan.file, (Problem(plan.file, message),), plan)
