@@ -97,14 +97,16 @@ def cmd_check(args: argparse.Namespace) -> int:
         }
         print(json.dumps(payload, indent=2, default=str))
     else:
-        rows = [("asset", "check", "severity", "status", "observed", "threshold", "detail")]
+        # the result in words and units ("1 row of 120 below 0 (0.8 %)"), then samples where allowed
+        rows = [("asset", "check", "severity", "status", "result", "samples")]
         for r in results:
-            detail = r.error or (f"e.g. {', '.join(map(str, r.samples))}" if r.samples else "")
-            rows.append(("/".join(r.asset_key), r.name, r.severity, r.status, _observed_text(r),
-                         r.threshold, detail))
-        widths = [max(len(str(row[i])) for row in rows) for i in range(6)]
+            message = r.message or r.error or f"observed {_observed_text(r)}, expected {r.threshold}"
+            rows.append(("/".join(r.asset_key), r.name, r.severity, r.status, message,
+                         f"e.g. {', '.join(map(str, r.samples))}" if r.samples else ""))
+        widths = [max(len(str(row[i])) for row in rows) for i in range(4)]
         for row in rows:
-            print("  ".join(str(v).ljust(w) for v, w in zip(row, widths)) + "  " + str(row[6]))
+            print("  ".join(str(v).ljust(w) for v, w in zip(row, widths)) + "  " + "  ".join(
+                str(v) for v in row[4:] if v))
         counts = {s: sum(r.status == s for r in results) for s in ("pass", "warn", "fail", "error")}
         print(f"{len(results)} check(s): " + ", ".join(f"{n} {s}" for s, n in counts.items()))
         _print_problems(loaded, sys.stdout)

@@ -438,3 +438,25 @@ def test_two_contract_folders_in_one_project_load_side_by_side(tmp_path):
     sensors = {s["name"] for s in listed["sensors"]}
     assert {"dq_contracts_freshness__sales", "dq_contracts_freshness__finance",
             "dq_contracts_contract_problems__sales", "dq_contracts_contract_problems__finance"} <= sensors
+
+
+def test_the_component_takes_the_translation_settings_in_yaml(tmp_path):
+    project, env = dg_project(tmp_path)
+    (project / "src" / "shop" / "defs" / "contracts").mkdir()
+    (project / "src" / "shop" / "defs" / "contracts" / "defs.yaml").write_text(
+        f"type: dq_contracts.ContractsComponent\nattributes:\n  contracts_dir: {CONTRACTS}\n"
+        "  key_prefix: warehouse\n  group_name: contracts\n  tags: {team: data}\n"
+        "  owners: [team:platform]\n  automation_sensor: running\n")
+    listed = dg_run(project, env, "list", "defs", "--json")
+    assert listed.returncode == 0, listed.stderr
+    payload = json.loads(listed.stdout)
+    assets = {a["asset_key"]: a for a in payload["assets"]}
+    assert set(assets) == {"warehouse/orders", "warehouse/order_items", "warehouse/customers", "warehouse/payments"}
+    assert {a["group_name"] for a in assets.values()} == {"contracts"}
+    assert all({"key": "team", "value": "data"} in a["tags"] and {"team": "platform"} in a["owners"]
+               for a in assets.values())
+    # checks and the relationship dependency follow the prefixed keys
+    assert {c["asset_key"] for c in payload["asset_checks"]} == set(assets)
+    relationship = next(c for c in payload["asset_checks"] if c["key"] == "warehouse/order_items:order_id__references_orders")
+    assert "warehouse/orders" in relationship["additional_deps"]
+    assert "dq_contracts_automation__contracts" in {s["name"] for s in payload["sensors"]}

@@ -12,22 +12,22 @@ import sys
 import pytest
 import sqlalchemy as sa
 
-from dq_contracts_tests.conftest import CONTRACTS, REPO
+from dq_contracts_tests.conftest import CONTRACTS, DEMO_CHECKS, REPO, SKIPPED_IN_A_FULL_RUN
 from dq_contracts_tests.dagit import ASSET_CHECKS, CHECK_EXECUTIONS, metadata_of, start_dagster_dev
 from dq_contracts_tests.pgcluster import PASSWORD
 from dq_contracts_tests.test_check_cli import DOCUMENTED
 from dq_contracts_tests.test_dagster_dev import DEMO_ASSETS
 
-START_SCHEDULE = """
-mutation Start($selector: ScheduleSelector!) {
-  startSchedule(scheduleSelector: $selector) { __typename ... on ScheduleStateResult { scheduleState { status } } }
+SENSOR_STATE = """
+query State($selector: SensorSelector!) {
+  sensorOrError(sensorSelector: $selector) { __typename ... on Sensor { id sensorState { status } } }
 }"""
-SCHEDULE_STATE = """
-query State($selector: ScheduleSelector!) {
-  scheduleOrError(scheduleSelector: $selector) { __typename ... on Schedule { scheduleState { status } } }
+STOP_SENSOR = """
+mutation Stop($id: String) {
+  stopSensor(id: $id) { __typename ... on StopSensorMutationResult { instigationState { status } } }
 }"""
-SCHEDULE = {"repositoryLocationName": "dq_contracts_demo", "repositoryName": "__repository__",
-            "scheduleName": "urn_dq_contracts_demo_orders__orders__orders_volume"}
+SENSOR = {"repositoryLocationName": "dq_contracts_demo", "repositoryName": "__repository__",
+          "sensorName": "dq_contracts_automation"}
 
 
 def every_execution(dagit) -> dict:
@@ -39,7 +39,7 @@ def every_execution(dagit) -> dict:
         for check in node["assetChecksOrError"]["checks"]:
             history = dagit.query(CHECK_EXECUTIONS, {"key": {"path": asset}, "name": check["name"]})
             found[(asset[-1], check["name"])] = [
-                (h["runId"], h["status"], h["evaluation"]["success"], metadata_of(h["evaluation"]))
+                (h["runId"], h["status"], (h["evaluation"] or {}).get("success"), metadata_of(h["evaluation"] or {}))
                 for h in history["assetCheckExecutions"]]
     return found
 
@@ -62,29 +62,31 @@ def test_history_survives_a_restart_and_the_report_matches(postgres, tmp_path):
         dagit.wait_ready()
         run_id = dagit.launch(assets=DEMO_ASSETS)
         assert dagit.wait_run(run_id) == "FAILURE"  # the demo's ERROR clauses fail by design
-        assert dagit.query(START_SCHEDULE, {"selector": SCHEDULE})["startSchedule"]["__typename"] == \
-            "ScheduleStateResult"
+        sensor = dagit.query(SENSOR_STATE, {"selector": SENSOR})["sensorOrError"]
+        assert sensor["sensorState"]["status"] == "RUNNING"  # the demo starts its automation sensor
+        stopped = dagit.query(STOP_SENSOR, {"id": sensor["id"]})["stopSensor"]
+        assert stopped["instigationState"]["status"] == "STOPPED", stopped
         before = every_execution(dagit)
     finally:
         dagit.stop()
-    assert len(before) == 51 and all(len(v) == 1 and v[0][0] == run_id for v in before.values())
+    assert len(before) == DEMO_CHECKS and all(len(v) == 1 and v[0][0] == run_id for v in before.values())
 
     # the history is in PostgreSQL, not in the home folder
     engine = sa.create_engine(postgres.url("dagster_prod"))
     with engine.connect() as c:
         stored = c.exec_driver_sql("SELECT COUNT(*) FROM asset_check_executions").scalar()
     engine.dispose()
-    assert stored == 51
+    assert stored == DEMO_CHECKS  # the skipped relationship too: its execution is recorded, without a result
 
     dagit = start_dagster_dev(REPO, home, tmp_path / "second.log", env)
     try:
         dagit.wait_ready()
         after = every_execution(dagit)
-        schedule = dagit.query(SCHEDULE_STATE, {"selector": SCHEDULE})["scheduleOrError"]
+        sensor = dagit.query(SENSOR_STATE, {"selector": SENSOR})["sensorOrError"]
     finally:
         dagit.stop()
     assert after == before  # same count, run ids, statuses and metadata
-    assert schedule["scheduleState"]["status"] == "RUNNING"  # schedule state survived too
+    assert sensor["sensorState"]["status"] == "STOPPED"  # a person's choice survived the restart too
 
     report = subprocess.run([sys.executable, "-m", "dq_contracts.cli", "report", str(CONTRACTS), "--format",
                              "json"], env={**os.environ, **env, "DAGSTER_HOME": str(home)}, cwd=REPO,
@@ -97,6 +99,7 @@ def test_history_survives_a_restart_and_the_report_matches(postgres, tmp_path):
     failing = {(asset, name, "ERROR" if c["status"] == "fail" else "WARN")
                for (asset, name), c in statuses.items() if c["status"] in ("fail", "warn")}
     assert failing == DOCUMENTED
+    assert {k for k, c in statuses.items() if c["status"] == "not_run"} == SKIPPED_IN_A_FULL_RUN
     graphql_passing = {k for k, v in after.items() if v[0][2]}
     assert {k for k, c in statuses.items() if c["status"] == "pass"} == graphql_passing
     assert all(c["run_id"] == run_id and c["last_run_at"] for c in statuses.values())
@@ -106,4 +109,4 @@ def test_history_survives_a_restart_and_the_report_matches(postgres, tmp_path):
                           env={**os.environ, **env, "DAGSTER_HOME": str(home)}, cwd=REPO,
                           capture_output=True, text=True, timeout=120, check=False)
     assert text.returncode == 0
-    assert f"total: pass {len(graphql_passing)}  warn 1  fail 6  error 0  not_run 0" in text.stdout
+    assert f"total: pass {len(graphql_passing)}  warn 1  fail 5  error 0  not_run 1" in text.stdout
