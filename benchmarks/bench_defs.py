@@ -1,31 +1,45 @@
 """`build_contract_defs` + `Definitions.validate_loadable` on generated contracts, against Dagster's own
-cost of building and validating the same definitions written by hand.
+cost for the same assets and checks, written by hand, without jobs.
 
-* ours:     `build_contract_defs(folder)` then `validate_loadable`, end to end (YAML load, validation,
-            compile, translation, Dagster objects, Dagster validation); `load_contracts` is timed
-            inside that run too (wrapped, not re-run) to show the pure-core share.
-* baseline: the same Dagster objects (same counts, comparable metadata) built directly from plain
-            data precomputed outside the timed region, then `Definitions(...)` and `validate_loadable`.
+* ours:     `build_contract_defs(folder)` with its defaults (no jobs, no schedules), then
+            `validate_loadable`, end to end (YAML load, validation, compile, translation, Dagster objects,
+            Dagster validation); `load_contracts` is timed inside that run too (wrapped, not re-run).
+* baseline: the very same Dagster objects built directly from plain JSON data precomputed outside the
+            timed region: the same AssetSpecs (metadata incl. code references, table name, uri;
+            code_version, owners, tags, kinds, group, freshness policy), the same AssetCheckSpecs
+            (metadata, additional_deps, blocking, automation condition), the same `@multi_asset_check`
+            ops grouped the same way, the same two sensors and one resource; then `Definitions(...)` and
+            `validate_loadable`. Before timing, the baseline's objects are built in the driver and
+            compared with ours, field by field (also on the demo folder `contracts/`, which has
+            relationships, crons, domains and links), so the two cannot drift apart.
 
-Each repeat runs in a fresh process (Dagster and our schema loader cache on first use); ours and
-baseline alternate. Imports are not timed. Goal: our added part <= 25% of the baseline.
+Each measurement runs in a fresh process (Dagster and our schema loader cache on first use); ours and
+baseline alternate. Imports are not timed. Peak RSS is the worker's own (VmHWM, imports included).
+Goal: our added part <= 25% of the baseline.
 
-    python benchmarks/bench_defs.py [--contracts 1000] [--properties 20] [--repeats 3]
+    python benchmarks/bench_defs.py [--contracts 100,300,1000] [--properties 20] [--repeats 3] [--profile]
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import functools
 import importlib.util
 import json
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
+import dagster as dg  # the workers import it anyway (imports are not timed)
+
 GOAL = 0.25
+DEMO = Path(__file__).resolve().parent.parent / "contracts"
 
 
 def _bench_core():
@@ -36,69 +50,228 @@ def _bench_core():
     return module
 
 
+def _status_mib(field: str) -> float | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def _peak_rss_mib() -> float:
+    """This process's peak RSS. On Linux VmHWM: ru_maxrss survives exec, so a worker would report the
+    driver's peak at fork time whenever that is higher than its own."""
+    peak = _status_mib("VmHWM")
+    return peak if peak is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _rss_mib() -> float:
+    """RSS now (VmRSS), else the peak so far."""
+    now = _status_mib("VmRSS")
+    return now if now is not None else _peak_rss_mib()
+
+
 # --- plain data for the baseline (computed once, outside any timed region) -----------------------
 
-def plain_data(folder: Path) -> list[dict]:
-    """What build_contract_defs emits, as JSON-able plain data (names, metadata values, counts)."""
-    from dq_contracts.compiler import dagster_name
-    from dq_contracts.core import load_contracts
-    from dq_contracts.translator import tag_value
+def _encode(value):
+    """A metadata value as JSON; _decode makes the same Dagster object again."""
+    import dagster as dg
 
-    result = load_contracts([folder])
-    assert not result.errors, result.errors[:3]
-    out = []
-    for plan in sorted(result.plans, key=lambda p: p.id):
-        slug = dagster_name(plan.id)
-        objects = []
-        for obj in plan.objects:
-            fresh = next((f for f in plan.freshness if f.object == obj.name), None)
-            objects.append({
-                "key": list(obj.asset_key),
-                "check_def": f"{slug}__{dagster_name(obj.name)}",
-                "description": f"Table {obj.physical_name}\n\nGoverned by data contract `{plan.id}` "
-                               f"version {plan.version} ({plan.file}).",
-                "columns": [[c.physical_name or c.name, c.physical_type or c.logical_type or "unknown",
-                             c.description, not (c.required or c.primary_key), c.unique or c.primary_key,
-                             ["primary key"] if c.primary_key else []] for c in obj.columns],
-                "metadata": {"dagster/table_name": obj.physical_name, "dq_contracts/contract_id": plan.id,
-                             "dq_contracts/contract_version": plan.version, "dq_contracts/contract_file": plan.file,
-                             "dq_contracts/checks": len(obj.checks)},
-                "not_enforced": [{"clause": n.clause, "code": n.code, "reason": n.reason}
-                                 for n in plan.not_enforced if n.object in (None, obj.name)],
-                "tags": {"dq_contracts/contract": tag_value(plan.id), "dq_contracts/version": tag_value(plan.version),
-                         **({"dq_contracts/status": tag_value(plan.status)} if plan.status else {})},
-                "owners": list(plan.owners),
-                "kinds": sorted({*(str(s["type"]).lower() for s in plan.servers[:1] if s.get("type")), "odcs"}),
-                "fail_window": fresh.fail_window_seconds if fresh else None,
-                "checks": [{"name": c.name, "description": c.description, "blocking": c.blocking,
-                            "metadata": {k: v for k, v in {
-                                "dq_contracts/contract_id": plan.id, "dq_contracts/contract_version": plan.version,
-                                "dq_contracts/object": obj.name, "dq_contracts/property": c.property,
-                                "dq_contracts/clause": c.clause, "dq_contracts/kind": c.kind,
-                                "dq_contracts/dimension": c.dimension, "dq_contracts/severity": c.severity,
-                                "dq_contracts/threshold": c.threshold_text()}.items() if v is not None}}
-                           for c in obj.checks],
-            })
-        check_of = {(o.name, c.name): (list(o.asset_key), c.name) for o in plan.objects for c in o.checks}
-        out.append({
-            "job": f"{slug}__checks", "job_description": f"All clauses of contract {plan.id} {plan.version}",
-            "job_tags": {"dq_contracts/contract": tag_value(plan.id)},
-            "objects": objects,
-            "schedules": [{"name": s.name, "cron": s.cron, "checks": [check_of[p] for p in s.checks if p in check_of],
-                           "description": f"Contract {plan.id} {plan.version}: {s.clause} '{s.cron}'"}
-                          for s in plan.schedules],
-        })
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, dg.TableSchema):
+        assert not value.constraints.other, value.constraints
+        return {"$": "schema", "columns": [
+            [c.name, c.type, c.description, c.constraints.nullable, c.constraints.unique, list(c.constraints.other),
+             dict(c.tags)] for c in value.columns]}
+    if isinstance(value, dg.TableMetadataValue):
+        return {"$": "table", "records": [dict(r.data) for r in value.records], "schema": _encode(value.schema)}
+    if isinstance(value, dg.CodeReferencesMetadataValue):
+        assert all(isinstance(r, dg.LocalFileCodeReference) for r in value.code_references)
+        return {"$": "code", "refs": [[r.file_path, r.line_number, r.label] for r in value.code_references]}
+    if isinstance(value, dg.UrlMetadataValue):
+        return {"$": "url", "url": value.url}
+    if isinstance(value, dg.TextMetadataValue):
+        return {"$": "text", "text": value.text}
+    raise TypeError(f"no plain form for metadata value {value!r}")
+
+
+def _crons_of(loaded) -> dict[tuple[str, str, str], list[str]]:
+    """(contract id, object, check) -> the contract crons that list the check, as specs.py gathers them."""
+    out: dict[tuple[str, str, str], list[str]] = {}
+    for plan in loaded.usable_plans:
+        for schedule in plan.schedules:
+            for obj, check in schedule.checks:
+                out.setdefault((plan.id, obj, check), []).append(schedule.cron)
     return out
+
+
+def plain_data(folder: Path):
+    """What `build_contract_defs(folder)` emits (its defaults), as JSON-able plain data; and our defs."""
+    import dagster as dg
+
+    from dq_contracts.core import load_contracts
+    from dq_contracts.definitions import build_contract_defs
+    from dq_contracts.translator import checks_condition
+
+    loaded = load_contracts([folder])
+    assert not loaded.errors and not loaded.rejected, loaded.errors[:3]
+    crons = _crons_of(loaded)
+    defs = build_contract_defs(folder)
+    assert not defs.jobs and not defs.schedules, "the defaults define no job and no schedule"
+    assets = []
+    for spec in defs.assets:
+        assert isinstance(spec, dg.AssetSpec) and not spec.deps and spec.automation_condition is None, spec
+        assert not spec.partitions_def and not spec.skippable, spec
+        policy = spec.freshness_policy
+        assert policy is None or (type(policy).__name__ == "TimeWindowFreshnessPolicy" and policy.warn_window is None)
+        assets.append({
+            "key": list(spec.key.path), "description": spec.description,
+            "metadata": {k: _encode(v) for k, v in spec.metadata.items()},
+            "owners": list(spec.owners), "kinds": sorted(spec.kinds),
+            "tags": {k: v for k, v in spec.tags.items() if not k.startswith("dagster/kind/")},
+            "group": spec.group_name, "code_version": spec.code_version,
+            "fail_window": policy.fail_window.to_timedelta().total_seconds() if policy else None,
+        })
+    ops = []
+    for op in defs.asset_checks:
+        checks = []
+        for s in op.check_specs:
+            assert s.partitions_def is None and all(d.partition_mapping is None and not d.metadata
+                                                    for d in s.additional_deps), s
+            when = crons.get((s.metadata["dq_contracts/contract_id"], s.metadata["dq_contracts/object"], s.name), [])
+            assert s.automation_condition is checks_condition(tuple(when)), s  # the translator's condition
+            checks.append({"name": s.name, "asset": list(s.asset_key.path), "description": s.description,
+                           "blocking": s.blocking, "deps": [list(d.asset_key.path) for d in s.additional_deps],
+                           "crons": when, "metadata": {k: _encode(v) for k, v in s.metadata.items()}})
+        ops.append({"name": op.node_def.name, "description": op.node_def.description, "can_subset": op.can_subset,
+                    "resources": sorted(op.required_resource_keys - {"io_manager"}), "checks": checks})
+    sensors = []
+    for sensor in defs.sensors:
+        entry = {"name": sensor.name, "description": sensor.description, "status": sensor.default_status.value,
+                 "interval": sensor.minimum_interval_seconds, "resources": sorted(sensor.required_resource_keys)}
+        if isinstance(sensor, dg.AutomationConditionSensorDefinition):
+            entry["automation"] = [[list(k.asset_key.path), k.name]
+                                   for k in sensor.asset_selection.selected_asset_check_keys]
+        sensors.append(entry)
+    [(resource_key, warehouse)] = defs.resources.items()
+    return {"assets": assets, "ops": ops, "sensors": sensors, "resource_key": resource_key,
+            "resource": {"server": warehouse.server, "timeout_seconds": warehouse.timeout_seconds}}, defs
+
+
+# --- the baseline: Dagster objects from plain data ----------------------------------------------
+
+class ServerSettings(dg.Config):  # the shape of dq_contracts.resource.WarehouseResource
+    url: str | None = None
+    host: str | None = None
+
+
+class Warehouse(dg.ConfigurableResource):
+    servers: dict[str, ServerSettings] = {}
+    server: str | None = None
+    timeout_seconds: float = 300.0
+
+
+def baseline_defs(data: dict):
+    """The Definitions `build_contract_defs` returns, written by hand from plain data."""
+    AC = dg.AutomationCondition
+
+    @functools.lru_cache(maxsize=None)
+    def condition(crons: tuple[str, ...]) -> dg.AutomationCondition:  # as translator.checks_condition
+        out = (AC.missing() & ~AC.any_deps_missing() & ~AC.any_deps_in_progress() & ~AC.in_progress()
+               ).newly_true().with_label("its table was updated since it last ran")
+        for cron in crons:
+            out = out | AC.cron_tick_passed(cron, "UTC").with_label(f"contract cron {cron} (UTC)")
+        return out
+
+    def schema(v):
+        return dg.TableSchema(columns=[
+            dg.TableColumn(name=n, type=t, description=d, tags=tags,
+                           constraints=dg.TableColumnConstraints(nullable=nl, unique=u, other=o))
+            for n, t, d, nl, u, o, tags in v["columns"]])
+
+    def decode(v):
+        if not isinstance(v, dict):
+            return v
+        kind = v["$"]
+        if kind == "schema":
+            return schema(v)
+        if kind == "table":
+            return dg.MetadataValue.table(records=[dg.TableRecord(r) for r in v["records"]], schema=schema(v["schema"]))
+        if kind == "code":
+            return dg.CodeReferencesMetadataValue(code_references=[
+                dg.LocalFileCodeReference(file_path=f, line_number=n, label=label) for f, n, label in v["refs"]])
+        if kind == "url":
+            return dg.MetadataValue.url(v["url"])
+        return dg.MetadataValue.text(v["text"])
+
+    def check_op(op, specs):
+        @dg.multi_asset_check(name=op["name"], specs=specs, can_subset=op["can_subset"],
+                              required_resource_keys=set(op["resources"]), description=op["description"])
+        def _checks(context):
+            yield from ()
+        return _checks
+
+    def sensor(s):
+        if "automation" in s:
+            return dg.AutomationConditionSensorDefinition(
+                s["name"], target=dg.AssetSelection.checks(*[dg.AssetCheckKey(dg.AssetKey(k), n)
+                                                             for k, n in s["automation"]]),
+                default_status=dg.DefaultSensorStatus(s["status"]), description=s["description"])
+
+        @dg.sensor(name=s["name"], minimum_interval_seconds=s["interval"], required_resource_keys=set(s["resources"]),
+                   default_status=dg.DefaultSensorStatus(s["status"]), description=s["description"])
+        def _sensor(context):
+            return dg.SensorResult(asset_events=[], cursor="{}")
+        return _sensor
+
+    with warnings.catch_warnings():  # code references are beta in Dagster 1.13, as ours does
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        specs = [dg.AssetSpec(
+            key=dg.AssetKey(a["key"]), description=a["description"],
+            metadata={k: decode(v) for k, v in a["metadata"].items()}, owners=a["owners"], tags=a["tags"],
+            kinds=set(a["kinds"]), group_name=a["group"], code_version=a["code_version"],
+            freshness_policy=dg.FreshnessPolicy.time_window(fail_window=dt.timedelta(seconds=a["fail_window"]))
+            if a["fail_window"] else None) for a in data["assets"]]
+        checks = [check_op(op, [dg.AssetCheckSpec(
+            name=c["name"], asset=dg.AssetKey(c["asset"]), description=c["description"], blocking=c["blocking"],
+            additional_deps=[dg.AssetKey(k) for k in c["deps"]] or None,
+            automation_condition=condition(tuple(c["crons"])),
+            metadata={k: decode(v) for k, v in c["metadata"].items()}) for c in op["checks"]]) for op in data["ops"]]
+    return dg.Definitions(assets=specs, asset_checks=checks, sensors=[sensor(s) for s in data["sensors"]],
+                          resources={data["resource_key"]: Warehouse(**data["resource"])})
+
+
+def compare(ours, base) -> None:
+    """The baseline's objects are ours, field by field (op bodies aside)."""
+    assert list(ours.assets) == list(base.assets), "asset specs differ"
+    assert len(ours.asset_checks) == len(base.asset_checks), "op counts differ"
+    for a, b in zip(ours.asset_checks, base.asset_checks):
+        assert (a.node_def.name, a.node_def.description, a.can_subset, a.required_resource_keys) == (
+            b.node_def.name, b.node_def.description, b.can_subset, b.required_resource_keys), a.node_def.name
+        assert list(a.check_specs) == list(b.check_specs), f"check specs of {a.node_def.name} differ"
+    assert len(ours.sensors) == len(base.sensors), "sensor counts differ"
+    for a, b in zip(ours.sensors, base.sensors):
+        fields = lambda s: (type(s), s.name, s.description, s.default_status, s.minimum_interval_seconds,
+                            s.required_resource_keys, getattr(s, "asset_selection", None))
+        assert fields(a) == fields(b), (fields(a), fields(b))
+    assert not ours.jobs and not base.jobs and not ours.schedules and not base.schedules
+    assert list(ours.resources) == list(base.resources)
 
 
 # --- workers (one fresh process per measurement) ------------------------------------------------
 
 def counts(defs) -> dict:
     checks = list(defs.asset_checks or [])
-    return {"asset_specs": len(defs.assets or []), "check_defs": len(checks),
-            "check_specs": sum(len(list(c.check_specs)) for c in checks), "jobs": len(defs.jobs or []),
-            "schedules": len(defs.schedules or []), "sensors": len(defs.sensors or []),
-            "resources": len(defs.resources or {})}
+    specs = [s for c in checks for s in c.check_specs]
+    return {"asset_specs": len(defs.assets or []), "check_defs": len(checks), "check_specs": len(specs),
+            "with_additional_deps": sum(bool(s.additional_deps) for s in specs),
+            "blocking": sum(s.blocking for s in specs),
+            "with_condition": sum(s.automation_condition is not None for s in specs),
+            "jobs": len(defs.jobs or []), "schedules": len(defs.schedules or []),
+            "sensors": len(defs.sensors or []), "resources": len(defs.resources or {})}
 
 
 def worker_ours(folder: Path) -> dict:
@@ -117,85 +290,69 @@ def worker_ours(folder: Path) -> dict:
             core_seconds.append(time.perf_counter() - started)
 
     d.load_contracts = timed_load
+    rss_start = _rss_mib()  # imports (and, for the baseline, its plain data) loaded
     cpu = time.process_time()
     started = time.perf_counter()
-    defs = d.build_contract_defs(folder, contract_jobs=False)
+    defs = d.build_contract_defs(folder)  # the defaults: no jobs, no schedules
     built = time.perf_counter()
     dg.Definitions.validate_loadable(defs)
     done = time.perf_counter()
     return {"core": core_seconds[0], "build": built - started, "validate": done - built, "total": done - started,
-            "cpu": time.process_time() - cpu, "counts": counts(defs)}
+            "cpu": time.process_time() - cpu, "rss": _peak_rss_mib(), "rss_start": rss_start,
+            "counts": counts(defs)}
 
 
 def worker_baseline(data_file: Path) -> dict:
-    import datetime as dt
-
     import dagster as dg
 
-    class Warehouse(dg.ConfigurableResource):
-        server: str | None = None
-        timeout_seconds: float = 300.0
-
     data = json.loads(data_file.read_text())
-    not_enforced_schema_cols = ("clause", "code", "reason")
-
-    def check_def(obj, specs):
-        @dg.multi_asset_check(name=obj["check_def"], specs=specs, can_subset=True, required_resource_keys={"wh"},
-                              description=f"Clauses of {obj['check_def']}")
-        def _checks(context):
-            yield from ()
-        return _checks
-
+    rss_start = _rss_mib()  # imports (and, for the baseline, its plain data) loaded
     cpu = time.process_time()
     started = time.perf_counter()
-    specs, checks, jobs, schedules, watched = [], [], [], [], []
-    for contract in data:
-        check_keys, by_name = [], {}
-        for obj in contract["objects"]:
-            key = dg.AssetKey(obj["key"])
-            metadata = {
-                "dagster/column_schema": dg.TableSchema(columns=[
-                    dg.TableColumn(name=n, type=t, description=desc,
-                                   constraints=dg.TableColumnConstraints(nullable=nl, unique=u, other=o))
-                    for n, t, desc, nl, u, o in obj["columns"]]),
-                **obj["metadata"],
-                "dq_contracts/not_enforced": dg.MetadataValue.table(
-                    records=[dg.TableRecord(r) for r in obj["not_enforced"]],
-                    schema=dg.TableSchema(columns=[dg.TableColumn(c, "string") for c in not_enforced_schema_cols])),
-            }
-            fw = obj["fail_window"]
-            specs.append(dg.AssetSpec(
-                key=key, description=obj["description"], metadata=metadata, owners=obj["owners"], tags=obj["tags"],
-                kinds=set(obj["kinds"]),
-                freshness_policy=dg.FreshnessPolicy.time_window(fail_window=dt.timedelta(seconds=fw)) if fw else None))
-            if fw:
-                watched.append(key)
-            check_specs = [dg.AssetCheckSpec(name=c["name"], asset=key, description=c["description"],
-                                             blocking=c["blocking"], metadata=c["metadata"]) for c in obj["checks"]]
-            checks.append(check_def(obj, check_specs))
-            check_keys += [s.key for s in check_specs]
-            by_name.update({(tuple(obj["key"]), s.name): s.key for s in check_specs})
-        jobs.append(dg.define_asset_job(contract["job"], selection=dg.AssetSelection.checks(*check_keys),
-                                        description=contract["job_description"], tags=contract["job_tags"]))
-        for s in contract["schedules"]:
-            job = dg.define_asset_job(f"{s['name']}__job", selection=dg.AssetSelection.checks(
-                *[by_name[(tuple(k), n)] for k, n in s["checks"]]))
-            jobs.append(job)
-            schedules.append(dg.ScheduleDefinition(name=s["name"], cron_schedule=s["cron"], job=job,
-                                                   execution_timezone="UTC", description=s["description"]))
-
-    @dg.sensor(name="freshness", minimum_interval_seconds=300, required_resource_keys={"wh"},
-               default_status=dg.DefaultSensorStatus.RUNNING)
-    def freshness(context):
-        return dg.SensorResult(asset_events=[], cursor=str(len(watched)))
-
-    defs = dg.Definitions(assets=specs, asset_checks=checks, jobs=jobs, schedules=schedules,
-                          sensors=[freshness] if watched else [], resources={"wh": Warehouse()})
+    defs = baseline_defs(data)
     built = time.perf_counter()
     dg.Definitions.validate_loadable(defs)
     done = time.perf_counter()
     return {"build": built - started, "validate": done - built, "total": done - started,
-            "cpu": time.process_time() - cpu, "counts": counts(defs)}
+            "cpu": time.process_time() - cpu, "rss": _peak_rss_mib(), "rss_start": rss_start,
+            "counts": counts(defs)}
+
+
+def worker_profile(folder: Path) -> dict:
+    """One ours run under cProfile: the top functions by own time, ours against Dagster's."""
+    import cProfile
+    import pstats
+
+    import dagster as dg
+
+    from dq_contracts.definitions import build_contract_defs
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    dg.Definitions.validate_loadable(build_contract_defs(folder))
+    profiler.disable()
+    stats = pstats.Stats(profiler).stats
+    own = lambda func: ("dq_contracts" if "/dq_contracts/" in func[0] else
+                        "dagster" if "/dagster/" in func[0] or "/dagster_" in func[0] else None)
+    memo: dict = {}
+
+    def side(func, seen=()) -> str:
+        """Builtins, the standard library, YAML, pydantic…: the side of the caller that spent most in them."""
+        if own(func) or func in seen:
+            return own(func) or "other"
+        if func not in memo:
+            callers = stats[func][4]
+            memo[func] = side(max(callers, key=lambda c: callers[c][3]), (*seen, func)) if callers else "other"
+        return memo[func]
+
+    totals: dict[str, float] = {}
+    for func, (_, _, tt, _, _) in stats.items():
+        totals[side(func)] = totals.get(side(func), 0.0) + tt
+    top = sorted(stats.items(), key=lambda item: item[1][2], reverse=True)[:15]
+    return {"totals": totals, "top": [
+        [side(func) + ("" if own(func) else " (caller)"), round(tt, 3), round(ct, 3), n,
+         f"{func[0].split('site-packages/')[-1].replace(str(Path.cwd()) + '/', '')}:{func[1]}({func[2]})"]
+        for func, (_, n, tt, ct, _) in top]}
 
 
 def run_worker(kind: str, target: Path) -> dict:
@@ -206,58 +363,90 @@ def run_worker(kind: str, target: Path) -> dict:
 
 # --- driver -------------------------------------------------------------------------------------
 
+def measure(n: int, properties: int, repeats: int, tmp: Path, profile: bool) -> dict:
+    folder = tmp / f"contracts_{n}"
+    folder.mkdir()
+    _bench_core().write_folder(folder, n, properties)
+    data, ours_defs = plain_data(folder)
+    compare(ours_defs, baseline_defs(json.loads(json.dumps(data))))
+    del ours_defs
+    data_file = tmp / f"baseline_{n}.json"
+    data_file.write_text(json.dumps(data))
+    ours, base = [], []
+    for _ in range(repeats):  # alternate, so drift hits both alike
+        ours.append(run_worker("ours", folder))
+        base.append(run_worker("baseline", data_file))
+    assert all(r["counts"] == base[0]["counts"] for r in ours + base), (ours[0]["counts"], base[0]["counts"])
+    return {"n": n, "ours": ours, "base": base, "profile": run_worker("profile", folder) if profile else None}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--contracts", type=int, default=1000)
+    parser.add_argument("--contracts", default="1000", help="sizes, comma-separated: 100,300,1000")
     parser.add_argument("--properties", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--profile", action="store_true", help="cProfile one ours run at the largest size")
     parser.add_argument("--worker", nargs=2, metavar=("KIND", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         kind, path = args.worker
-        result = worker_ours(Path(path)) if kind == "ours" else worker_baseline(Path(path))
-        print(json.dumps(result))
+        workers = {"ours": worker_ours, "baseline": worker_baseline, "profile": worker_profile}
+        print(json.dumps(workers[kind](Path(path))))
         return
 
+    sizes = sorted({int(s) for s in args.contracts.split(",") if s.strip()})
+    demo, demo_defs = plain_data(DEMO)  # relationships, crons, domains, links: the baseline matches there too
+    compare(demo_defs, baseline_defs(json.loads(json.dumps(demo))))
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp) / "contracts"
-        folder.mkdir()
-        _bench_core().write_folder(folder, args.contracts, args.properties)
-        data_file = Path(tmp) / "baseline.json"
-        data_file.write_text(json.dumps(plain_data(folder)))
-        ours, base = [], []
-        for _ in range(args.repeats):  # alternate, so drift hits both alike
-            ours.append(run_worker("ours", folder))
-            base.append(run_worker("baseline", data_file))
+        results = [measure(n, args.properties, args.repeats, Path(tmp), args.profile and n == sizes[-1])
+                   for n in sizes]
 
-    assert ours[0]["counts"] == base[0]["counts"], (ours[0]["counts"], base[0]["counts"])
     med = lambda runs, k: statistics.median(r[k] for r in runs)
-    o, b = med(ours, "total"), med(base, "total")
-    added = (o - b) / b
-    c = ours[0]["counts"]
-    n = args.contracts
-    print(f"{n} contracts x {args.properties} properties -> {c['asset_specs']} asset specs, {c['check_defs']} "
-          f"multi_asset_checks ({c['check_specs']} check specs), {c['jobs']} jobs, {c['schedules']} schedules, "
-          f"{c['sensors']} sensor(s), {c['resources']} resource(s)")
-    print(f"medians of {args.repeats} runs, each in a fresh process (imports not timed)\n")
-    print("| | build (s) | validate_loadable (s) | total (s) | ms / contract |")
-    print("|---|---:|---:|---:|---:|")
-    print(f"| baseline: hand-written Dagster objects | {med(base, 'build'):.2f} | {med(base, 'validate'):.2f} "
-          f"| {b:.2f} | {b / n * 1000:.2f} |")
-    print(f"| ours: build_contract_defs + validate | {med(ours, 'build'):.2f} | {med(ours, 'validate'):.2f} "
-          f"| {o:.2f} | {o / n * 1000:.2f} |")
-    print(f"| of which pure core (load_contracts) | {med(ours, 'core'):.2f} | | | "
-          f"{med(ours, 'core') / n * 1000:.2f} |")
-    print(f"\nours / baseline = {o / b:.2f}; our added part = (ours - baseline) / baseline = {added:+.0%} "
-          f"(goal <= {GOAL:.0%}: {'met' if added <= GOAL else 'NOT met'})")
-    ob, bb = med(ours, "build"), med(base, "build")
-    print(f"build stage alone (before validate_loadable): ours / baseline = {ob / bb:.2f}, "
-          f"added {(ob - bb) / bb:+.0%}")
-    oc, bc = med(ours, "cpu"), med(base, "cpu")
-    print(f"CPU time (less sensitive to a busy machine): ours {oc:.2f} s, baseline {bc:.2f} s, "
-          f"added {(oc - bc) / bc:+.0%}")
-    print("per-run wall totals (s): ours " + ", ".join(f"{r['total']:.2f}" for r in ours)
-          + "; baseline " + ", ".join(f"{r['total']:.2f}" for r in base))
+    c = results[-1]["ours"][0]["counts"]
+    print(f"{args.properties} properties per contract; at {sizes[-1]} contracts, on both sides: {c['asset_specs']} "
+          f"asset specs, {c['check_defs']} multi_asset_checks ({c['check_specs']} check specs, "
+          f"{c['with_additional_deps']} with additional_deps, {c['blocking']} blocking, {c['with_condition']} "
+          f"with an automation condition), {c['jobs']} jobs, {c['schedules']} schedules, {c['sensors']} sensors, "
+          f"{c['resources']} resource; objects compared field by field (and on {DEMO.name}/)")
+    print(f"medians of {args.repeats} runs, each in a fresh process, ours and baseline alternating "
+          "(imports not timed; peak RSS includes imports)\n")
+    print("| contracts | baseline total (s) | ours total (s) | ours / baseline | baseline peak RSS (MiB) "
+          "| ours peak RSS (MiB) | ours ms / contract |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    per = []
+    for r in results:
+        o, b, n = med(r["ours"], "total"), med(r["base"], "total"), r["n"]
+        per.append(o / n * 1000)
+        print(f"| {n} | {b:.2f} | {o:.2f} | {o / b:.2f} | {med(r['base'], 'rss'):.0f} | {med(r['ours'], 'rss'):.0f} "
+              f"| {o / n * 1000:.2f} |")
+    print("\nours ms / contract: " + ", ".join(f"{p:.2f} at {r['n']}" for p, r in zip(per, results))
+          + f"; largest / smallest = {per[-1] / per[0]:.2f}")
+    print("\n| contracts | stage | baseline (s) | ours (s) | added |")
+    print("|---:|---|---:|---:|---:|")
+    for r in results:
+        for stage in ("build", "validate", "cpu"):
+            o, b = med(r["ours"], stage), med(r["base"], stage)
+            print(f"| {r['n']} | {stage} | {b:.2f} | {o:.2f} | {(o - b) / b:+.0%} |")
+        print(f"| {r['n']} | of which load_contracts (ours) | | {med(r['ours'], 'core'):.2f} | |")
+        print(f"| {r['n']} | RSS before the timed part: imports, baseline's plain data (MiB) "
+              f"| {med(r['base'], 'rss_start'):.0f} | {med(r['ours'], 'rss_start'):.0f} | |")
+        grow = lambda runs: statistics.median(x["rss"] - x["rss_start"] for x in runs)
+        print(f"| {r['n']} | RSS growth in the timed part: peak - before (MiB) | {grow(r['base']):.0f} "
+              f"| {grow(r['ours']):.0f} | {(grow(r['ours']) - grow(r['base'])) / grow(r['base']):+.0%} |")
+    for r in results:
+        o, b = med(r["ours"], "total"), med(r["base"], "total")
+        print(f"{r['n']}: added (ours - baseline) / baseline = {(o - b) / b:+.0%} (goal <= {GOAL:.0%}: "
+              f"{'met' if (o - b) / b <= GOAL else 'NOT met'}); per-run totals (s) ours "
+              + ", ".join(f"{x['total']:.2f}" for x in r["ours"]) + "; baseline "
+              + ", ".join(f"{x['total']:.2f}" for x in r["base"]))
+    profile = results[-1]["profile"]
+    if profile:
+        print(f"\ncProfile of one ours run at {sizes[-1]} contracts, own time (s), builtins and third-party "
+              "code counted on the side of their caller: "
+              + ", ".join(f"{k} {v:.2f}" for k, v in sorted(profile["totals"].items())))
+        print("| side | tottime | cumtime | calls | function |\n|---|---:|---:|---:|---|")
+        for side, tt, ct, calls, where in profile["top"]:
+            print(f"| {side} | {tt:.3f} | {ct:.3f} | {calls} | {where} |")
 
 
 if __name__ == "__main__":
