@@ -69,6 +69,15 @@ def test_one_external_asset_per_schema_object_with_the_contract_in_its_metadata(
     assert all(r.data["reason"] for r in not_enforced)
     assert "Governed by data contract `urn:dq-contracts:demo:orders` version 1.0.0" in orders.description
     assert specs["customers"].group_name == "sales" and specs["payments"].group_name == "finance"
+    # standard metadata: the table as the server names it, where it lives (no credentials), the
+    # contract version as code version, a link to the contract file and the object's line
+    assert orders.metadata["dagster/table_name"] == "warehouse.analytics.orders"
+    assert orders.metadata["dagster/uri"] == "duckdb:../demo_data/warehouse.duckdb/analytics.orders"
+    assert orders.code_version == "1.0.0"
+    [reference] = orders.metadata["dagster/code_references"].code_references
+    lines = (CONTRACTS / "orders.odcs.yaml").read_text().splitlines()
+    assert reference.file_path == str(CONTRACTS / "orders.odcs.yaml")
+    assert lines[reference.line_number - 1].strip() == "- name: orders"
 
 
 def test_one_check_spec_per_clause_with_its_metadata(defs):

@@ -8,7 +8,7 @@ from pathlib import Path
 import dq_contracts
 
 CORE = ["problems", "paths", "loader", "normalise", "validate", "plans", "compiler", "sqlrules", "core", "cli",
-        "sql", "runner", "connections", "checking", "demo"]
+        "sql", "runner", "connections", "checking", "demo", "kinds", "schema_check", "wording"]
 
 
 def imported_modules(path: Path) -> set[str]:
