@@ -219,6 +219,8 @@ class Clause:
             dimension=rule.get("dimension"),
             params={"column": self.column, **(params or {})},
             rule_name=str(explicit) if explicit else None,
+            line=self.contract.validated.source.line_of(self.parts),
+            where=named_path(self.contract.validated.source.data, self.parts),
         )
 
     def fails(self, kind: str, suffix: str, description: str, reason: str, parts: list | None = None,
@@ -837,7 +839,7 @@ def compile_contract(validated: ValidatedContract, folder: FolderIndex | None = 
         if duplicate:
             continue  # the first object of that name keeps it
         check_index[object_name] = checks  # names are made unique once, at the end
-        objects.append(_object_plan(obj, object_name, base, checks))
+        objects.append(_object_plan(obj, object_name, base, checks, ctx.validated.source.line_of(base)))
 
     # SLA properties
     freshness: list[FreshnessPlan] = []
@@ -1035,7 +1037,8 @@ def _unique_schedule_names(schedules: list[SchedulePlan]) -> list[SchedulePlan]:
     return out
 
 
-def _object_plan(obj: dict, object_name: str, base: list, checks: list[CheckPlan]) -> ObjectPlan:
+def _object_plan(obj: dict, object_name: str, base: list, checks: list[CheckPlan], line: int | None = None
+                 ) -> ObjectPlan:
     columns = tuple(
         ColumnPlan(
             name=str(p.get("name")),
@@ -1065,6 +1068,7 @@ def _object_plan(obj: dict, object_name: str, base: list, checks: list[CheckPlan
         tags=tuple(str(t) for t in obj.get("tags") or []),
         custom_properties=custom,
         authoritative_definitions=tuple(d for d in obj.get("authoritativeDefinitions") or [] if isinstance(d, dict)),
+        line=line,
     )
 
 

@@ -226,7 +226,15 @@ def read_document(path: Path, *, explicit: bool = False) -> tuple[LoadedDocument
             refusal = _guard_yaml(text)
             if refusal:
                 return None, [Problem(shown, refusal)]
-            docs = list(yaml.load_all(text, Loader=_NoTimestampLoader))
+            # compose once and keep the node tree: line numbers of every clause then cost nothing
+            loader = _NoTimestampLoader(text)
+            try:
+                nodes, docs = [], []
+                while loader.check_node():
+                    nodes.append(loader.get_node())
+                    docs.append(loader.construct_document(nodes[-1]))
+            finally:
+                loader.dispose()
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
             line = mark.line + 1 if mark is not None else None
@@ -252,7 +260,7 @@ def read_document(path: Path, *, explicit: bool = False) -> tuple[LoadedDocument
     if not isinstance(data, dict):
         kind = type(data).__name__.replace("str", "text").replace("list", "a list")
         return None, [Problem(shown, f"a contract is a mapping of keys, but this file holds {kind}")]
-    return LoadedDocument(shown, data, text, is_json), []
+    return LoadedDocument(shown, data, text, is_json, _root_node=None if is_json else (nodes[0] if nodes else False)), []
 
 
 def load_documents(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[LoadedDocument], list[Problem]]:

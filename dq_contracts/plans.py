@@ -183,6 +183,8 @@ class CheckPlan:
     params: Params = field(default_factory=Params)  # what the engine needs for this kind (a dict is typed here)
     clauses: tuple[str, ...] = ()  # every clause pointer this check enforces (starts with `clause`)
     rule_name: str | None = None
+    line: int | None = None  # the clause's line in its file
+    where: str = ""  # the clause's dotted path (schema.orders.properties.order_total.…), as people read it
 
     def __post_init__(self) -> None:
         if not isinstance(self.params, PARAMS.get(self.kind, Params)):
@@ -259,6 +261,7 @@ class ObjectPlan:
     tags: tuple[str, ...] = ()
     custom_properties: dict[str, Any] = field(default_factory=dict)
     authoritative_definitions: tuple[dict[str, Any], ...] = ()
+    line: int | None = None  # the schema object's line in its file
 
     def column(self, name: str) -> ColumnPlan | None:
         """The property of a physical column (checks name physical columns): an exact physicalName
