@@ -121,6 +121,24 @@ def find_contract_files(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[P
     return list(found), problems
 
 
+# `*name` where YAML reads an alias (after a space, `[`, `{` or `,`): `COUNT(*)` or `a * b` are not
+_ALIAS = re.compile(r"(?:^|[\s\[{,])\*[^\s,\]}]")
+
+
+def _too_deep(root: Any) -> bool:
+    """Whether a node graph without aliases nests deeper than MAX_DEPTH (only collections walked)."""
+    todo = [(root, 1)]
+    while todo:
+        node, depth = todo.pop()
+        if depth > MAX_DEPTH:
+            return True
+        if isinstance(node, yaml.MappingNode):
+            todo.extend((v, depth + 1) for pair in node.value for v in pair if not isinstance(v, yaml.ScalarNode))
+        elif isinstance(node, yaml.SequenceNode):
+            todo.extend((v, depth + 1) for v in node.value if not isinstance(v, yaml.ScalarNode))
+    return False
+
+
 def _guard_yaml(text: str) -> str | None:
     """Refuse deep nesting and alias bombs by walking parser events (no recursion, no building)."""
     sizes: dict[str, int] = {}
@@ -223,15 +241,19 @@ def read_document(path: Path, *, explicit: bool = False) -> tuple[LoadedDocument
             return None, [Problem(shown, f"nesting is deeper than {MAX_DEPTH} levels")]
     else:
         try:
-            refusal = _guard_yaml(text)
+            # compose once (libyaml), judge it, then build from the same nodes; the node tree is
+            # kept, so line numbers of every clause cost nothing
+            aliased = bool(_ALIAS.search(text))
+            refusal = _guard_yaml(text) if aliased else None  # aliases: counted as expanded, from events
             if refusal:
                 return None, [Problem(shown, refusal)]
-            # compose once and keep the node tree: line numbers of every clause then cost nothing
             loader = _NoTimestampLoader(text)
             try:
                 nodes, docs = [], []
                 while loader.check_node():
                     nodes.append(loader.get_node())
+                    if not aliased and _too_deep(nodes[-1]):  # (the event walk judged depth already)
+                        return None, [Problem(shown, f"nesting is deeper than {MAX_DEPTH} levels")]
                     docs.append(loader.construct_document(nodes[-1]))
             finally:
                 loader.dispose()
