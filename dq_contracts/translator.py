@@ -210,13 +210,9 @@ def clause_text(plan: ContractPlan, check: CheckPlan) -> str:
 def code_references(plan: ContractPlan, line: int | None, label: str) -> dg.CodeReferencesMetadataValue:
     """A link to the contract file and line (`link_code_references_to_git` makes it a link into the
     repository for deployments)."""
+    # plan.folder was made absolute when the contract was read: the working directory may differ now
     return dg.CodeReferencesMetadataValue(code_references=[dg.LocalFileCodeReference(
-        file_path=_absolute(plan.file), line_number=line, label=label)])
-
-
-@functools.lru_cache(maxsize=4096)
-def _absolute(file: str) -> str:
-    return os.path.abspath(file)
+        file_path=os.path.join(plan.folder, os.path.basename(plan.file)), line_number=line, label=label)])
 
 
 def _catalog(server: dict[str, Any]) -> str | None:
