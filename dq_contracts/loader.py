@@ -1,15 +1,22 @@
 """Find and read ODCS contract files safely.
 
 YAML is read with libyaml (`CSafeLoader`, about 15x faster than the pure-Python loader) with the
-timestamp resolver removed, so that dates stay strings as they would in JSON. Before anything is
-built, one pass over the parser's events refuses documents that are nested too deep or whose
-aliases would expand into a huge document (a "billion laughs" bomb): both would otherwise hang or
-crash the recursive composer. Line numbers are only looked up when a problem needs one.
+timestamp resolver removed, so that dates stay strings as they would in JSON. A document is parsed
+once: libyaml composes its node graph, and one walk over that graph refuses documents nested too
+deep or whose aliases would expand into a huge document (a "billion laughs" bomb: an alias is a
+shared node, counted at its expanded size without being expanded), builds the data, and notes the
+line of every key and list item, so that finding a line costs a few dictionary lookups.
+
+Whatever that walk does not expect (an error, a duplicate or non-text key, merge keys, explicit
+tags, a recursive alias, a document too deep or too big) is read again the careful way: one pass
+over the parser's events refuses nesting and alias bombs before anything is built, then PyYAML's
+own constructor builds the data or words the error, and lines are looked up only when needed.
 """
 
 from __future__ import annotations
 
 import json
+import operator
 import os
 import re
 from dataclasses import dataclass, field
@@ -23,6 +30,9 @@ from dq_contracts.problems import Problem
 MAX_FILE_BYTES = 10 * 1024 * 1024
 MAX_DEPTH = 64
 MAX_EXPANDED_NODES = 200_000
+# A longer text is guarded before it is composed (a node graph costs memory); contracts in the wild
+# are far shorter.
+MAX_SINGLE_PASS_CHARS = 256 * 1024
 
 CONTRACT_SUFFIXES = (".odcs.yaml", ".odcs.yml", ".odcs.json")
 DATA_SUFFIXES = (".yaml", ".yml", ".json")
@@ -50,50 +60,125 @@ class _NoTimestampLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
+    # This loader has no path resolvers (`add_path_resolver`), so the resolver has no path to follow
+    # into and out of each node: C no-ops instead of two Python calls a node. And the tag of a plain
+    # scalar depends on its text alone: the same short texts (keys, types, small numbers) recur in
+    # every contract, so their tags are kept.
+    descend_resolver = staticmethod(operator.is_)  # (parent, index) -> ignored
+    ascend_resolver = staticmethod(tuple)  # () -> ignored
+    _plain_tags: dict[str, str] = {}
 
+    def resolve(self, kind, value, implicit):
+        if kind is yaml.ScalarNode and implicit[0] and not self.yaml_path_resolvers:
+            tag = self._plain_tags.get(value)
+            if tag is None:
+                tag = super().resolve(kind, value, implicit)
+                if len(value) <= 64 and len(self._plain_tags) < 10_000:
+                    self._plain_tags[value] = tag
+            return tag
+        return super().resolve(kind, value, implicit)
+
+
+assert not _NoTimestampLoader.yaml_path_resolvers, "descend_resolver and ascend_resolver do nothing"
 _NoTimestampLoader.yaml_implicit_resolvers = {
     first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
 
 
+# The lines of a document, as one flat dictionary of strings and integers (nothing that the garbage
+# collector walks, so that a thousand documents' lines cost it nothing): every collection has a
+# number (the root 0); the key of a mapping entry is "<number>:<key text>", of a list item
+# "<number>#<index>", and its value is the entry's line << 32 | 1 + the number of the collection it
+# holds (0 for a scalar). The root itself is under "".
+_Lines = dict[str, int]
+
+
+def _place(line: int, collection: int) -> int:
+    return (line << 32) | (collection + 1)
+
+
 @dataclass
 class LoadedDocument:
-    """One contract file's parsed content, with a lazy map from document paths to lines."""
+    """One contract file's parsed content, with a map from document paths to lines."""
 
     file: str  # as the user should see it (relative to the working directory when possible)
     data: Any
     text: str = field(repr=False, default="")
     is_json: bool = False
-    _root_node: Any = field(default=None, repr=False)
+    _lines: _Lines | None = field(default=None, repr=False, compare=False)  # None: not looked up yet
 
     def line_of(self, parts: Sequence[str | int]) -> int | None:
         """Line (1-based) of the node at `parts`, or of its nearest ancestor that exists."""
-        if self._root_node is None:
-            try:
-                self._root_node = yaml.compose(self.text, Loader=_NoTimestampLoader) or False
-            except yaml.YAMLError:
-                self._root_node = False
-        node = self._root_node
-        if not node:
+        place = self.root_place()
+        if place is None:
             return None
-        line = node.start_mark.line + 1
         for part in parts:
-            child = None
-            if isinstance(node, yaml.MappingNode):
-                for key, value in node.value:
-                    if getattr(key, "value", None) == str(part):
-                        child = value
-                        line = key.start_mark.line + 1
-                        break
-            elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
-                if 0 <= part < len(node.value):
-                    child = node.value[part]
-                    line = child.start_mark.line + 1
-            if child is None:
+            found = self.place_in(place, part)
+            if found is None:
                 break
-            node = child
-        return line
+            place = found
+        return line_at(place)
+
+    # `line_of` one part at a time, for a caller that looks up many paths with common prefixes: a
+    # place is the root's or an entry's, and `line_at` its line
+
+    def root_place(self) -> int | None:
+        if self._lines is None:
+            self._lines = _lines_of_text(self.text)
+        return self._lines.get("")
+
+    def place_in(self, place: int, part: str | int) -> int | None:
+        """The place of `part` in the collection at `place`; None if there is none."""
+        at = (place & 0xFFFFFFFF) - 1
+        if at < 0:
+            return None
+        lines = self._lines or {}
+        # a mapping entry by its key's text (`1` finds the key "1"), a list item by its index
+        found = lines.get(f"{at}#{part}") if isinstance(part, int) else None
+        return lines.get(f"{at}:{part}") if found is None else found
+
+
+def line_at(place: int) -> int:
+    return place >> 32
+
+
+def _lines_of_text(text: str) -> _Lines:
+    """The lines of a document read the careful way: composed again (empty if it cannot be)."""
+    try:
+        root = yaml.compose(text, Loader=_NoTimestampLoader)
+    except (yaml.YAMLError, RecursionError, ValueError):
+        return {}
+    return _index_lines(root) if root is not None else {}
+
+
+def _index_lines(root: yaml.Node) -> _Lines:
+    """`line_of`'s index of a node graph: in a mapping the first key of each text (non-text keys
+    cannot be named), in a sequence every item. An aliased node is indexed once, where it is
+    defined, and every path through an alias leads there (so a recursive alias is no endless walk)."""
+    numbers: dict[int, int] = {}
+    todo: list[yaml.Node] = []
+
+    def number(node: yaml.Node) -> int:
+        if not isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
+            return -1
+        if id(node) not in numbers:
+            numbers[id(node)] = len(numbers)
+            todo.append(node)
+        return numbers[id(node)]
+
+    lines: _Lines = {"": _place(root.start_mark.line + 1, number(root))}
+    while todo:
+        node = todo.pop()
+        at = numbers[id(node)]
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if isinstance(key.value, str) and f"{at}:{key.value}" not in lines:
+                    lines[f"{at}:{key.value}"] = _place(key.start_mark.line + 1, number(value))
+        else:
+            for index, item in enumerate(node.value):
+                lines[f"{at}#{index}"] = _place(item.start_mark.line + 1, number(item))
+    return lines
 
 
 def display_path(path: Path) -> str:
@@ -119,24 +204,6 @@ def find_contract_files(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[P
         else:
             problems.append(Problem(str(raw), "no such file or folder"))
     return list(found), problems
-
-
-# `*name` where YAML reads an alias (after a space, `[`, `{` or `,`): `COUNT(*)` or `a * b` are not
-_ALIAS = re.compile(r"(?:^|[\s\[{,])\*[^\s,\]}]")
-
-
-def _too_deep(root: Any) -> bool:
-    """Whether a node graph without aliases nests deeper than MAX_DEPTH (only collections walked)."""
-    todo = [(root, 1)]
-    while todo:
-        node, depth = todo.pop()
-        if depth > MAX_DEPTH:
-            return True
-        if isinstance(node, yaml.MappingNode):
-            todo.extend((v, depth + 1) for pair in node.value for v in pair if not isinstance(v, yaml.ScalarNode))
-        elif isinstance(node, yaml.SequenceNode):
-            todo.extend((v, depth + 1) for v in node.value if not isinstance(v, yaml.ScalarNode))
-    return False
 
 
 def _guard_yaml(text: str) -> str | None:
@@ -171,6 +238,114 @@ def _guard_yaml(text: str) -> str | None:
                 "(aliases repeated too often: refused as an alias bomb)"
             )
     return None
+
+
+_STR = "tag:yaml.org,2002:str"
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
+# The values of short null, bool, int and float texts, by tag: they recur in every contract (true,
+# 0, 1000), and what they are is immutable, so they are built once.
+_PLAIN_VALUES: dict[str, dict[str, Any]] = {
+    tag: {} for tag in ("tag:yaml.org,2002:null", "tag:yaml.org,2002:bool", "tag:yaml.org,2002:int",
+                        "tag:yaml.org,2002:float")
+}
+_UNSEEN = object()
+
+
+class _NotRegular(Exception):
+    """What the single pass leaves to the careful one (which finds the same, and words it)."""
+
+
+def _read_yaml_once(text: str) -> tuple[Any, _Lines] | None:
+    """(data, lines) of a one-document YAML text with nothing unusual in it, parsed once; None for
+    anything else, to be read the careful way. It returns only what `yaml.load` would, and only
+    where `_guard_yaml` passes: depth as written (an alias is a leaf), size as expanded."""
+    loader = _NoTimestampLoader(text)
+    try:
+        root = loader.get_single_node()
+        if root is None:
+            return None, {}
+        constructors = loader.yaml_constructors
+        scalar, mapping, sequence = yaml.ScalarNode, yaml.MappingNode, yaml.SequenceNode
+        done: dict[int, tuple[Any, int, int] | None] = {}  # node -> (data, its number, expanded size)
+        lines: _Lines = {}
+        count = 0
+
+        def build(node: yaml.Node, depth: int) -> tuple[Any, int]:
+            """(data, number of the collection or -1) of a node that is not a plain text scalar."""
+            nonlocal count
+            kind = node.__class__
+            if kind is scalar:
+                count += 1
+                known = _PLAIN_VALUES.get(node.tag)
+                if known is None:
+                    raise _NotRegular
+                value = known.get(node.value, _UNSEEN)
+                if value is _UNSEEN:
+                    value = constructors[node.tag](loader, node)
+                    if len(node.value) <= 32 and len(known) < 4096:
+                        known[node.value] = value
+                return value, -1
+            seen = done.get(id(node), False)
+            if seen is not False:  # an alias: the same data, counted at its expanded size
+                if seen is None:
+                    raise _NotRegular  # inside its own anchor
+                count += seen[2]
+                if count > MAX_EXPANDED_NODES:
+                    raise _NotRegular
+                return seen[0], seen[1]
+            if depth >= MAX_DEPTH:
+                raise _NotRegular
+            done[id(node)] = None
+            at = len(done) - 1
+            start = count
+            count += 1
+            data: Any
+            if kind is mapping and node.tag == _MAP:
+                data = {}
+                prefix = f"{at}:"
+                for key_node, value_node in node.value:
+                    name = key_node.value
+                    if key_node.__class__ is not scalar or key_node.tag != _STR or name in data:
+                        raise _NotRegular
+                    if value_node.__class__ is scalar and value_node.tag == _STR:  # most values
+                        count += 2
+                        data[name] = value_node.value
+                        lines[prefix + name] = (key_node.start_mark.line + 1) << 32
+                    else:
+                        count += 1
+                        data[name], inner = build(value_node, depth + 1)
+                        lines[prefix + name] = ((key_node.start_mark.line + 1) << 32) | (inner + 1)
+            elif kind is sequence and node.tag == _SEQ:
+                data = []
+                prefix = f"{at}#"
+                for index, item in enumerate(node.value):
+                    if item.__class__ is scalar and item.tag == _STR:
+                        count += 1
+                        data.append(item.value)
+                        lines[prefix + str(index)] = (item.start_mark.line + 1) << 32
+                    else:
+                        value, inner = build(item, depth + 1)
+                        data.append(value)
+                        lines[prefix + str(index)] = ((item.start_mark.line + 1) << 32) | (inner + 1)
+            else:
+                raise _NotRegular
+            if count > MAX_EXPANDED_NODES:
+                raise _NotRegular
+            done[id(node)] = (data, at, count - start)
+            return data, at
+
+        if root.__class__ is yaml.ScalarNode and root.tag == _STR:
+            data, at = root.value, -1
+        else:
+            data, at = build(root, 0)
+        lines[""] = _place(root.start_mark.line + 1, at)
+        return data, lines
+    except Exception:  # whatever it is, the careful path finds it and words it
+        return None
+    finally:
+        build = None  # the closure refers to itself: break the cycle now, not at the next collection
+        loader.dispose()
 
 
 class _DuplicateKey(ValueError):
@@ -228,6 +403,7 @@ def read_document(path: Path, *, explicit: bool = False) -> tuple[LoadedDocument
         return None, [Problem(shown, f"not UTF-8 text (invalid byte at offset {exc.start}); refused")]
 
     is_json = path.name.lower().endswith(".json")
+    lines = None
     if is_json:
         try:
             data = json.loads(text, object_pairs_hook=_no_duplicates)
@@ -240,39 +416,31 @@ def read_document(path: Path, *, explicit: bool = False) -> tuple[LoadedDocument
         if not _json_depth_ok(data):
             return None, [Problem(shown, f"nesting is deeper than {MAX_DEPTH} levels")]
     else:
-        try:
-            # compose once (libyaml), judge it, then build from the same nodes; the node tree is
-            # kept, so line numbers of every clause cost nothing
-            aliased = bool(_ALIAS.search(text))
-            refusal = _guard_yaml(text) if aliased else None  # aliases: counted as expanded, from events
-            if refusal:
-                return None, [Problem(shown, refusal)]
-            loader = _NoTimestampLoader(text)
+        once = _read_yaml_once(text) if len(text) <= MAX_SINGLE_PASS_CHARS else None
+        if once is not None:
+            data, lines = once
+        else:
             try:
-                nodes, docs = [], []
-                while loader.check_node():
-                    nodes.append(loader.get_node())
-                    if not aliased and _too_deep(nodes[-1]):  # (the event walk judged depth already)
-                        return None, [Problem(shown, f"nesting is deeper than {MAX_DEPTH} levels")]
-                    docs.append(loader.construct_document(nodes[-1]))
-            finally:
-                loader.dispose()
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-            line = mark.line + 1 if mark is not None else None
-            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-            context = getattr(exc, "context", None)
-            detail = f"{context}, {problem}" if context else problem
-            if "nesting depth" in detail:
-                return None, [Problem(shown, "nesting is deeper than the YAML parser allows", line=line)]
-            return None, [Problem(shown, f"invalid YAML: {detail}", line=line)]
-        except RecursionError:
-            return None, [Problem(shown, f"nesting is deeper than {MAX_DEPTH} levels")]
-        except ValueError as exc:  # e.g. an integer of more digits than Python converts
-            return None, [Problem(shown, f"invalid YAML: {str(exc).splitlines()[0][:200]}")]
-        if len(docs) > 1:
-            return None, [Problem(shown, f"holds {len(docs)} YAML documents; a contract file holds one")]
-        data = docs[0] if docs else None
+                refusal = _guard_yaml(text)
+                if refusal:
+                    return None, [Problem(shown, refusal)]
+                docs = list(yaml.load_all(text, Loader=_NoTimestampLoader))
+            except yaml.YAMLError as exc:
+                mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+                line = mark.line + 1 if mark is not None else None
+                problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+                context = getattr(exc, "context", None)
+                detail = f"{context}, {problem}" if context else problem
+                if "nesting depth" in detail:
+                    return None, [Problem(shown, "nesting is deeper than the YAML parser allows", line=line)]
+                return None, [Problem(shown, f"invalid YAML: {detail}", line=line)]
+            except RecursionError:
+                return None, [Problem(shown, f"nesting is deeper than {MAX_DEPTH} levels")]
+            except ValueError as exc:  # e.g. an integer of more digits than Python converts
+                return None, [Problem(shown, f"invalid YAML: {str(exc).splitlines()[0][:200]}")]
+            if len(docs) > 1:
+                return None, [Problem(shown, f"holds {len(docs)} YAML documents; a contract file holds one")]
+            data = docs[0] if docs else None
 
     if not is_contract_name and not explicit:
         if not (isinstance(data, dict) and data.get("kind") == "DataContract"):
@@ -282,7 +450,7 @@ def read_document(path: Path, *, explicit: bool = False) -> tuple[LoadedDocument
     if not isinstance(data, dict):
         kind = type(data).__name__.replace("str", "text").replace("list", "a list")
         return None, [Problem(shown, f"a contract is a mapping of keys, but this file holds {kind}")]
-    return LoadedDocument(shown, data, text, is_json, _root_node=None if is_json else (nodes[0] if nodes else False)), []
+    return LoadedDocument(shown, data, text, is_json, lines), []
 
 
 def load_documents(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[LoadedDocument], list[Problem]]:
