@@ -69,7 +69,8 @@ def _property_quality(properties: Any, base: list[str | int]) -> Iterator[tuple[
         for qi, rule in enumerate(_list(prop.get("quality"))):
             if isinstance(rule, dict):
                 yield [*here, "quality", qi], rule
-        yield from _property_quality(prop.get("properties"), here)
+        if prop.get("properties"):  # (most properties have none: no generator for them)
+            yield from _property_quality(prop["properties"], here)
 
 
 def _list(value: Any) -> list:
@@ -169,7 +170,8 @@ def all_properties(document: dict) -> Iterator[tuple[list[str | int], dict]]:
             if isinstance(prop, dict):
                 here = [*base, "properties", pi]
                 yield here, prop
-                yield from walk(prop.get("properties"), here)
+                if prop.get("properties"):  # (most properties have none: no generator for them)
+                    yield from walk(prop["properties"], here)
 
     for oi, obj in enumerate(_list(document.get("schema"))):
         if isinstance(obj, dict):

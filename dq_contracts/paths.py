@@ -15,7 +15,20 @@ _NAMED_LISTS = {"schema", "properties"}
 
 
 def pointer(parts: Parts) -> str:
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+    if not isinstance(parts, (list, tuple)):
+        parts = list(parts)
+    text = "/".join(map(str, parts))
+    if "~" in text or text.count("/") != len(parts) - 1:  # a part to escape: "~" or "/" in it
+        return "".join(pointer_step(p) for p in parts)
+    return "/" + text if parts else ""
+
+
+def pointer_step(part: str | int) -> str:
+    """What one part adds to a pointer."""
+    text = str(part)
+    if "~" in text or "/" in text:
+        text = text.replace("~", "~0").replace("/", "~1")
+    return "/" + text
 
 
 def parts_of(pointer_text: str) -> list[str | int]:
@@ -33,16 +46,18 @@ def named_path(document: Any, parts: Parts) -> str:
     node = document
     parent_key: str | int | None = None
     for part in parts:
-        if isinstance(node, list) and isinstance(part, int):
-            item = node[part] if 0 <= part < len(node) else None
-            name = item.get("name") if isinstance(item, dict) else None
-            if parent_key in _NAMED_LISTS and isinstance(name, str) and name:
-                text += f".{name}"
-            else:
-                text += f"[{part}]"
-            node = item
-        else:
-            text += f".{part}" if text else str(part)
-            node = node.get(part) if isinstance(node, dict) else None
+        text, node = named_step(text, node, parent_key, part)
         parent_key = part
     return text
+
+
+def named_step(text: str, node: Any, parent_key: str | int | None, part: str | int) -> tuple[str, Any]:
+    """One part of a named path: (the text so far, the node at it), `node` being the node before it
+    and `parent_key` the part before it."""
+    if isinstance(node, list) and isinstance(part, int):
+        item = node[part] if 0 <= part < len(node) else None
+        name = item.get("name") if isinstance(item, dict) else None
+        if parent_key in _NAMED_LISTS and isinstance(name, str) and name:
+            return f"{text}.{name}", item
+        return f"{text}[{part}]", item
+    return f"{text}.{part}" if text else str(part), node.get(part) if isinstance(node, dict) else None

@@ -81,50 +81,66 @@ def parse_api_version(value: Any) -> tuple[int, int] | None:
 
 # --- what each version added -------------------------------------------------------------------
 
+class _Searched:
+    """A document as the version gates search it: its objects and properties listed once."""
+
+    def __init__(self, document: dict):
+        self.document = document
+        self._objects: list[tuple[list[str | int], dict]] | None = None
+        self._properties: list[tuple[list[str | int], dict]] | None = None
+
+    @property
+    def objects(self) -> list[tuple[list[str | int], dict]]:
+        if self._objects is None:
+            schema = self.document.get("schema")
+            self._objects = [(["schema", oi], obj) for oi, obj in enumerate(schema if isinstance(schema, list) else [])
+                             if isinstance(obj, dict)]
+        return self._objects
+
+    @property
+    def properties(self) -> list[tuple[list[str | int], dict]]:
+        if self._properties is None:
+            self._properties = list(all_properties(self.document))
+        return self._properties
+
+
 @dataclass(frozen=True, slots=True)
 class Gate:
     since: tuple[int, int, int]  # the first version that allows the feature
     describe: str
-    find: Callable[[dict], Iterator[Parts]]
+    find: Callable[[_Searched], Iterator[Parts]]
 
 
-def _objects(document: dict) -> Iterator[tuple[list[str | int], dict]]:
-    schema = document.get("schema")
-    for oi, obj in enumerate(schema if isinstance(schema, list) else []):
-        if isinstance(obj, dict):
-            yield ["schema", oi], obj
+def _property_key(key: str) -> Callable[[_Searched], Iterator[Parts]]:
+    return lambda doc: ([*p, key] for p, prop in doc.properties if key in prop)
 
 
-def _property_key(key: str) -> Callable[[dict], Iterator[Parts]]:
-    return lambda doc: ([*p, key] for p, prop in all_properties(doc) if key in prop)
+def _object_key(key: str) -> Callable[[_Searched], Iterator[Parts]]:
+    return lambda doc: ([*p, key] for p, obj in doc.objects if key in obj)
 
 
-def _object_key(key: str) -> Callable[[dict], Iterator[Parts]]:
-    return lambda doc: ([*p, key] for p, obj in _objects(doc) if key in obj)
+def _logical_type(*names: str) -> Callable[[_Searched], Iterator[Parts]]:
+    return lambda doc: ([*p, "logicalType"] for p, prop in doc.properties if prop.get("logicalType") in names)
 
 
-def _logical_type(*names: str) -> Callable[[dict], Iterator[Parts]]:
-    return lambda doc: ([*p, "logicalType"] for p, prop in all_properties(doc) if prop.get("logicalType") in names)
+def _top_key(key: str) -> Callable[[_Searched], Iterator[Parts]]:
+    return lambda doc: iter([[key]] if key in doc.document else [])
 
 
-def _top_key(key: str) -> Callable[[dict], Iterator[Parts]]:
-    return lambda doc: iter([[key]] if key in doc else [])
+def _missing_status(doc: _Searched) -> Iterator[Parts]:
+    return iter([] if "status" in doc.document else [["status"]])
 
 
-def _missing_status(doc: dict) -> Iterator[Parts]:
-    return iter([] if "status" in doc else [["status"]])
+def _team_object(doc: _Searched) -> Iterator[Parts]:
+    return iter([["team"]] if isinstance(doc.document.get("team"), dict) else [])
 
 
-def _team_object(doc: dict) -> Iterator[Parts]:
-    return iter([["team"]] if isinstance(doc.get("team"), dict) else [])
+def _quality_key(*keys: str) -> Callable[[_Searched], Iterator[Parts]]:
+    return lambda doc: ([*p, k] for p, rule in quality_items(doc.document) for k in keys if k in rule)
 
 
-def _quality_key(*keys: str) -> Callable[[dict], Iterator[Parts]]:
-    return lambda doc: ([*p, k] for p, rule in quality_items(doc) for k in keys if k in rule)
-
-
-def _bound_values(doc: dict) -> Iterator[Parts]:
-    for p, prop in all_properties(doc):
+def _bound_values(doc: _Searched) -> Iterator[Parts]:
+    for p, prop in doc.properties:
         options = prop.get("logicalTypeOptions")
         if isinstance(options, dict):
             for key in ("exclusiveMinimum", "exclusiveMaximum"):
@@ -132,9 +148,9 @@ def _bound_values(doc: dict) -> Iterator[Parts]:
                     yield [*p, "logicalTypeOptions", key]
 
 
-def _sla_key(*keys: str) -> Callable[[dict], Iterator[Parts]]:
-    def find(doc: dict) -> Iterator[Parts]:
-        for i, sla in enumerate(doc.get("slaProperties") or []):
+def _sla_key(*keys: str) -> Callable[[_Searched], Iterator[Parts]]:
+    def find(doc: _Searched) -> Iterator[Parts]:
+        for i, sla in enumerate(doc.document.get("slaProperties") or []):
             if isinstance(sla, dict):
                 yield from ([ "slaProperties", i, k] for k in keys if k in sla)
     return find
@@ -251,10 +267,11 @@ def validate_document(source: LoadedDocument) -> tuple[ValidatedContract | None,
     view["apiVersion"] = KNOWN_MINORS[min(minor, NEWEST_MINOR)]
 
     # version gates: features newer than the document's own version
+    searched = _Searched(data)
     for gate in VERSION_GATES:
         if written >= gate.since:
             continue
-        for parts in gate.find(data):
+        for parts in gate.find(searched):
             if minor == 0 and gate.since[:2] == (3, 1):
                 problems.append(problem(parts, f"{gate.describe} is v3.1 vocabulary in a {raw_version} "
                                         "contract; accepted, but set apiVersion: v3.1.0", "warning"))
@@ -264,7 +281,8 @@ def validate_document(source: LoadedDocument) -> tuple[ValidatedContract | None,
                                         f"this contract says {raw_version}"))
 
     errors: list[tuple[list, str, str]] = []
-    for error in _validator().iter_errors(view):
+    validator = _validator()
+    for error in () if validator.is_valid(view) else validator.iter_errors(view):
         parts = list(error.instance_path)
         if any(tuple(parts[: len(prefix)]) == prefix for prefix in ignored):
             continue
