@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any, Callable
 
 ERROR = "ERROR"
@@ -48,15 +48,17 @@ class Condition:
             return False
 
     def describe(self) -> str:
-        symbols = {
-            "mustBe": "=", "mustNotBe": "≠", "mustBeGreaterThan": ">", "mustBeGreaterOrEqualTo": "≥",
-            "mustBeLessThan": "<", "mustBeLessOrEqualTo": "≤",
-        }
         if self.operator == "mustBeBetween":
             return f"between {self.value[0]} and {self.value[1]} (inclusive)"
         if self.operator == "mustNotBeBetween":
             return f"not between {self.value[0]} and {self.value[1]}"
-        return f"{symbols.get(self.operator, self.operator)} {self.value}"
+        return f"{_SYMBOLS.get(self.operator, self.operator)} {self.value}"
+
+
+_SYMBOLS = {
+    "mustBe": "=", "mustNotBe": "≠", "mustBeGreaterThan": ">", "mustBeGreaterOrEqualTo": "≥",
+    "mustBeLessThan": "<", "mustBeLessOrEqualTo": "≤",
+}
 
 
 # --- typed parameters: what each check kind needs, declared once --------------------------------
@@ -163,7 +165,7 @@ PARAMS: dict[str, type[Params]] = {
 
 def params_for(kind: str, given: Mapping[str, Any]) -> Params:
     """The typed parameters of a kind; an undeclared key raises TypeError (a compiler bug)."""
-    return PARAMS.get(kind, Params)(**dict(given))
+    return PARAMS.get(kind, Params)(**given)
 
 
 @dataclass(frozen=True)
@@ -351,3 +353,50 @@ class ContractPlan:
             "not_enforced": [asdict(n) for n in self.not_enforced],
             "rewrites": [r.to_json() for r in self.rewrites],
         }
+
+
+# --- building plans quickly -----------------------------------------------------------------------
+
+def _store_directly(cls: type) -> None:
+    """Give a frozen dataclass an `__init__` that puts its fields in the instance's `__dict__`, where
+    the generated one makes an `object.__setattr__` call for each field: that is most of the cost of
+    a plan, made thousands of times a load. Same signature, defaults, factories and `__post_init__`
+    (and the same dictionary layout, keys in field order); a class with a field this does not handle
+    (keyword-only, init=False, ClassVar or InitVar, a name the new __init__ uses) keeps the generated
+    one."""
+    init_fields = list(fields(cls))
+    if any(not f.init or f.kw_only or f.name in _INIT_NAMES or f.name.startswith(("_default_", "_factory_"))
+           for f in init_fields) or len(init_fields) != len(cls.__dataclass_fields__):
+        return
+    scope: dict[str, Any] = {"_FACTORY": _FACTORY}
+    parameters, lines = [], ["    _instance_dict_ = self.__dict__"]
+    for f in init_fields:
+        if f.default is not MISSING:
+            scope[f"_default_{f.name}"] = f.default
+            parameters.append(f"{f.name}=_default_{f.name}")
+        elif f.default_factory is not MISSING:
+            scope[f"_factory_{f.name}"] = f.default_factory
+            parameters.append(f"{f.name}=_FACTORY")
+            lines.append(f"    if {f.name} is _FACTORY:\n        {f.name} = _factory_{f.name}()")
+        else:
+            parameters.append(f.name)
+    lines += [f"    _instance_dict_[{f.name!r}] = {f.name}" for f in init_fields]
+    if hasattr(cls, "__post_init__"):
+        lines.append("    self.__post_init__()")
+    exec(f"def __init__(self, {', '.join(parameters)}):\n" + "\n".join(lines) + "\n", scope)
+    init = scope["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__module__ = cls.__module__
+    cls.__init__ = init
+
+
+class _Factory:
+    def __repr__(self) -> str:
+        return "<factory>"  # as the generated signature shows a field with a default factory
+
+
+_FACTORY = _Factory()
+_INIT_NAMES = {"self", "_instance_dict_", "_FACTORY"}  # the names the __init__ uses besides the fields'
+
+for _made_often in dict.fromkeys((CheckPlan, ColumnPlan, Params, *PARAMS.values())):
+    _store_directly(_made_often)
