@@ -11,13 +11,14 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable
 
 from croniter import croniter
 
 from dq_contracts.normalise import OPERATORS
-from dq_contracts.paths import named_path, pointer
+from dq_contracts.loader import line_at
+from dq_contracts.paths import named_step, pointer, pointer_step
 from dq_contracts.plans import (
     CLASSIFIED,
     ERROR,
@@ -184,26 +185,25 @@ class Clause:
     object_name: str
     prop: dict[str, Any] | None
     contract: "_Compiling"
+    # worked out once, when the clause is found: every clause needs its pointer, a check its line and
+    # named path, and its property's names several times
+    pointer: str = field(init=False, repr=False)
+    column: str | None = field(init=False, repr=False)
+    property_name: str | None = field(init=False, repr=False)
+    _place: tuple = field(init=False, repr=False)
 
-    @property
-    def pointer(self) -> str:
-        return pointer(self.parts)
-
-    @property
-    def column(self) -> str | None:
-        if self.prop is None:
-            return None
-        return str(self.prop.get("physicalName") or self.prop.get("name"))
-
-    @property
-    def property_name(self) -> str | None:
-        return None if self.prop is None else str(self.prop.get("name"))
+    def __post_init__(self) -> None:
+        self._place = self.contract.place(self.parts)
+        self.pointer = self._place[0]
+        prop = self.prop
+        self.column = None if prop is None else str(prop.get("physicalName") or prop.get("name"))
+        self.property_name = None if prop is None else str(prop.get("name"))
 
     def check(self, kind: str, suffix: str, description: str, *, rule: dict | None = None,
               conditions: tuple[Condition, ...] = (Condition("mustBe", 0),),
               params: dict | None = None, severity: str | None = None, unit: str = "rows") -> CheckPlan:
         rule = rule or {}
-        default = f"{dagster_name(self.property_name)}__{suffix}" if self.prop is not None else suffix
+        default = f"{self.contract.dagster_name(self.property_name)}__{suffix}" if self.prop is not None else suffix
         explicit = rule.get("id") or rule.get("name")
         return CheckPlan(
             name=dagster_name(str(explicit)) if explicit else default,
@@ -219,8 +219,8 @@ class Clause:
             dimension=rule.get("dimension"),
             params={"column": self.column, **(params or {})},
             rule_name=str(explicit) if explicit else None,
-            line=self.contract.validated.source.line_of(self.parts),
-            where=named_path(self.contract.validated.source.data, self.parts),
+            line=self._place[1],
+            where=self._place[3],
         )
 
     def fails(self, kind: str, suffix: str, description: str, reason: str, parts: list | None = None,
@@ -257,23 +257,26 @@ def _unique(c: Clause) -> Outcome:
 def _bound(key: str) -> Callable[[Clause], Outcome]:
     lower = key in ("minimum", "exclusiveMinimum")
     strict = key.startswith("exclusive")
+    suffix = snake(key)
 
     def compile_bound(c: Clause) -> Outcome:
         logical = c.prop.get("logicalType") if c.prop else None
         if logical in ("integer", "number") and (isinstance(c.value, bool) or not isinstance(c.value, (int, float))):
             return c.skip("not_comparable", f"{key}: {c.value!r}")
         sign = (">" if strict else "≥") if lower else ("<" if strict else "≤")
-        return c.check("range", snake(key), f"{c.where()} {key}: every value {sign} {c.value}",
+        return c.check("range", suffix, f"{c.where()} {key}: every value {sign} {c.value}",
                        params={"bound": c.value, "lower": lower, "strict": strict, "logical_type": logical})
 
     return compile_bound
 
 
 def _length(key: str) -> Callable[[Clause], Outcome]:
+    suffix = snake(key)
+
     def compile_length(c: Clause) -> Outcome:
         lower = key == "minLength"
         sign = "≥" if lower else "≤"
-        return c.check("length", snake(key), f"{c.where()} {key}: every value's length {sign} {c.value}",
+        return c.check("length", suffix, f"{c.where()} {key}: every value's length {sign} {c.value}",
                        params={"bound": int(c.value), "lower": lower})
     return compile_length
 
@@ -420,7 +423,10 @@ def _conditions(rule: dict[str, Any], *, numbers_only: bool = False) -> tuple[Co
 
 def _unit(rule: dict[str, Any]) -> str | None:
     unit = str(rule.get("unit") or "rows").strip().lower()
-    return {"rows": "rows", "row": "rows", "percent": "percent", "%": "percent", "percentage": "percent"}.get(unit)
+    return _UNITS.get(unit)
+
+
+_UNITS = {"rows": "rows", "row": "rows", "percent": "percent", "%": "percent", "percentage": "percent"}
 
 
 def _metric(kind: str, suffix: str, needs_column: bool, what: str) -> Callable[[Clause], Outcome]:
@@ -706,11 +712,53 @@ class _Compiling:
                        if sql_servers else None)
         self.dialect = {"postgresql": "postgres", "sqlserver": "tsql", "cloudsql": "postgres"}.get(
             server_type or "", server_type)
+        self._dagster_names: dict[str, str] = {}
+        self._places: dict[tuple, tuple[str, int | None, int | None, str, Any]] = {}
 
     def problem(self, parts: list, message: str, severity: str = "error", scope: str = "contract") -> None:
-        source = self.validated.source
-        self.problems.append(Problem(source.file, message, named_path(source.data, parts),
-                                     source.line_of(parts), severity, scope))
+        self.problems.append(Problem(self.validated.file, message, self.named_path(parts), self.line_of(parts),
+                                     severity, scope))
+
+    def line_of(self, parts: list) -> int | None:
+        """`LoadedDocument.line_of`: the line of `parts` in the contract file as written."""
+        return self.place(parts)[1]
+
+    def named_path(self, parts: list) -> str:
+        """`paths.named_path`: `parts` as a person reads them (`schema.orders.properties.id.required`)."""
+        return self.place(parts)[3]
+
+    def place(self, parts: list) -> tuple[str, int | None, int | None, str, Any]:
+        """(pointer, line, place of the line, named path, node of the source) of `parts`, each prefix
+        worked out once: the clauses of a property share all but their last parts."""
+        key = tuple(parts)
+        known = self._places.get(key)
+        if known is None:
+            known = self._place(key)
+        return known
+
+    def _place(self, key: tuple) -> tuple[str, int | None, int | None, str, Any]:
+        if not key:
+            source = self.validated.source
+            place = source.root_place()
+            known = ("", None if place is None else line_at(place), place, "", source.data)
+        else:
+            text, line, place, named, node = self._places.get(key[:-1]) or self._place(key[:-1])
+            part = key[-1]
+            if place is not None:  # line_of stops at the first part that is not there
+                place = self.validated.source.place_in(place, part)
+                if place is not None:
+                    line = line_at(place)
+            named, node = named_step(named, node, key[-2] if len(key) > 1 else None, part)
+            known = (text + pointer_step(part), line, place, named, node)
+        self._places[key] = known
+        return known
+
+    def dagster_name(self, text: str) -> str:
+        """`dagster_name`, once per text of the contract (every check of a property is named after it)."""
+        name = self._dagster_names.get(text)
+        if name is None:
+            name = self._dagster_names[text] = dagster_name(text)
+        return name
 
     def table_of(self, obj: dict) -> str:
         """The table as a SQL rule's `{object}` reads when judged: each part quoted (ANSI), as the
@@ -765,7 +813,9 @@ def _property_clauses(props: Any, base: list, obj: dict, object_name: str, ctx: 
             yield clause("unique", [*here, "unique"], True)
         options = prop.get("logicalTypeOptions")
         for key, value in (options.items() if isinstance(options, dict) else []):
-            kind = f"option:{key}" if f"option:{key}" in CLAUSES else "option:*"
+            kind = f"option:{key}"
+            if kind not in CLAUSES:
+                kind = "option:*"
             yield clause(kind, [*here, "logicalTypeOptions", key], value)
         if isinstance(prop.get("enum"), list):
             yield clause("enum", [*here, "enum"], prop["enum"])
@@ -775,7 +825,8 @@ def _property_clauses(props: Any, base: list, obj: dict, object_name: str, ctx: 
         for qi, rule in enumerate(prop.get("quality") or []):
             if isinstance(rule, dict):
                 yield clause(quality_kind(rule), [*here, "quality", qi], rule)
-        yield from _property_clauses(prop.get("properties"), here, obj, object_name, ctx, True)
+        if prop.get("properties"):
+            yield from _property_clauses(prop["properties"], here, obj, object_name, ctx, True)
 
 
 def compile_contract(validated: ValidatedContract, folder: FolderIndex | None = None
@@ -839,7 +890,7 @@ def compile_contract(validated: ValidatedContract, folder: FolderIndex | None = 
         if duplicate:
             continue  # the first object of that name keeps it
         check_index[object_name] = checks  # names are made unique once, at the end
-        objects.append(_object_plan(obj, object_name, base, checks, ctx.validated.source.line_of(base)))
+        objects.append(_object_plan(obj, object_name, base, checks, ctx.line_of(base)))
 
     # SLA properties
     freshness: list[FreshnessPlan] = []
@@ -984,6 +1035,7 @@ def _with_primary_key(obj: dict, object_name: str, base: list, ctx: _Compiling,
         return checks
     keyed.sort(key=lambda item: (item[1].get("primaryKeyPosition", -1) in (-1, None),
                                  item[1].get("primaryKeyPosition") or 0, item[0]))
+    first = [*base, "properties", keyed[0][0], "primaryKey"]
     pointers = tuple(pointer([*base, "properties", pi, "primaryKey"]) for pi, _ in keyed)
     columns = [str(p.get("physicalName") or p.get("name")) for _, p in keyed]
     names = [str(p.get("name")) for _, p in keyed]
@@ -1000,6 +1052,8 @@ def _with_primary_key(obj: dict, object_name: str, base: list, ctx: _Compiling,
                     + ("values" if single else "tuples"),
         conditions=(Condition("mustBe", 0),),
         params={"columns": columns, "column": columns[0] if single else None},
+        line=ctx.line_of(first),
+        where=ctx.named_path(first),
     )]
 
 
