@@ -67,17 +67,27 @@ class PgCluster:
             shutil.chown(pwfile, "postgres", "postgres")
         cluster._run(initdb, "-D", str(cluster.data), "-U", SUPERUSER, "--pwfile", str(pwfile),
                      "--auth-host=scram-sha-256", "--auth-local=trust", "-E", "UTF8", "--no-sync")
-        options = f"-c listen_addresses=127.0.0.1 -c port={cluster.port} -c unix_socket_directories={root} -c fsync=off"
-        cluster._run(pg_ctl, "-D", str(cluster.data), "-o", options, "-l", str(root / "log"), "-w", "-t", "60",
-                     "start")
+        cluster._run(pg_ctl, "-D", str(cluster.data), "-o", cluster._options(), "-l", str(root / "log"), "-w",
+                     "-t", "60", "start")
         return cluster
+
+    def _options(self) -> str:
+        options = f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories={self.root} -c fsync=off"
+        if self.has_statement_stats:  # what the server itself counts: every statement a client sent
+            options += " -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track_utility=on"
+        return options
+
+    @property
+    def has_statement_stats(self) -> bool:
+        """Whether this PostgreSQL ships pg_stat_statements (Debian's server package does)."""
+        initdb = find_bin("initdb")
+        return bool(initdb) and (Path(initdb).resolve().parent.parent / "lib" / "pg_stat_statements.so").exists()
 
     def stop(self, mode: str = "fast") -> None:
         self._run(find_bin("pg_ctl") or "pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop", check=False)
 
     def restart(self) -> None:
-        options = f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories={self.root} -c fsync=off"
-        self._run(find_bin("pg_ctl") or "pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.root / "log"),
+        self._run(find_bin("pg_ctl") or "pg_ctl", "-D", str(self.data), "-o", self._options(), "-l", str(self.root / "log"),
                   "-w", "-t", "60", "start")
 
     def destroy(self) -> None:
