@@ -43,6 +43,8 @@ T = TypeVar("T")
 # and a wide table's aggregate is split into as few statements as fit, each one scan of its columns.
 MEASURES_PER_STATEMENT = {"postgresql": 1500}
 DEFAULT_MEASURES_PER_STATEMENT = 2000
+# Distinct counts per statement (kinds._keys_apart): DuckDB holds a hash table for each at once.
+DISTINCT_COUNTS_PER_STATEMENT = {"duckdb": 50, "postgresql": 1500}
 
 
 @dataclass
@@ -85,9 +87,9 @@ class CheckResult:
             "asset_key": list(self.asset_key), "name": self.name, "clause": self.clause, "kind": self.kind,
             "passed": self.passed, "severity": self.severity, "observed": _jsonable(self.observed),
             "threshold": self.threshold, "unit": self.unit, "row_count": self.row_count,
-            "error": self.error, "message": self.message, "sql": self.sql, "aggregate_sql": self.aggregate_sql,
+            "error": self.error, "message": self.message, "sql": self.sql,
             "samples": self.samples, "details": self.details,
-        }
+        }  # not aggregate_sql: a table's scan is the same for its every clause (reports give it once per object)
 
 
 def _jsonable(value: Any) -> Any:
@@ -389,8 +391,8 @@ class Measured:
 
 
 def _measure(checks: list[CheckPlan], scope: Scope, session: Session) -> Measured:
-    """The one scan: every measure of the table as a column of one SELECT, each shared measure once;
-    on a dialect that plans it better (kinds.KEYS_APART), the distinct counts in a second one.
+    """The one scan: every measure of the table as a column of one SELECT, each shared measure once,
+    and the distinct counts in a second one (kinds._keys_apart); a wide table's in as few as fit.
 
     If a statement fails for a reason of its own (a type a measure cannot apply to, a bad pattern),
     each of its measures runs alone, so the one at fault fails and the others still report; a
@@ -403,8 +405,9 @@ def _measure(checks: list[CheckPlan], scope: Scope, session: Session) -> Measure
         measured.key_of[check.name] = key
         if not any(key in group for group in statements):
             statements[1 if kind.apart(check, scope.dialect) else 0][key] = expression
-    most = MEASURES_PER_STATEMENT.get(scope.dialect, DEFAULT_MEASURES_PER_STATEMENT)
-    for measures in filter(None, statements):
+    limits = (MEASURES_PER_STATEMENT.get(scope.dialect, DEFAULT_MEASURES_PER_STATEMENT),
+              DISTINCT_COUNTS_PER_STATEMENT.get(scope.dialect, DEFAULT_MEASURES_PER_STATEMENT))
+    for measures, most in zip(statements, limits):
         keys = list(measures)
         for start in range(0, len(keys), most):
             _run_measures({k: measures[k] for k in keys[start:start + most]}, scope, session, measured)
