@@ -480,7 +480,9 @@ def test_the_generator_reaches_both_outcomes(folder):
     """Guard against a generator that only ever produces invalid (or only valid) documents."""
     outcomes = Counter()
 
-    @settings(PROFILE, max_examples=60, phases=[Phase.generate])
+    # a fixed seed: with random draws, 60 documents held fewer than 5 invalid ones about once in a
+    # few hundred runs (seen in a full run), a flaky failure that says nothing of the generator
+    @settings(PROFILE, max_examples=60, phases=[Phase.generate], derandomize=True)
     @given(document=documents())
     def sample(document):
         path = _write(document, False, folder)
