@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Sequence
 
+from dq_contracts.compiler import schedule_name, short_prefixes
 from dq_contracts.core import LoadResult, load_contracts
 from dq_contracts.plans import ContractPlan
 
@@ -29,7 +30,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
-def _plan_text(plan: ContractPlan) -> str:
+def _plan_text(plan: ContractPlan, prefix: str) -> str:
     lines = [f"{plan.file}: {plan.id} {plan.version} ({plan.api_version})"]
     for obj in plan.objects:
         lines.append(f"  asset {'/'.join(obj.asset_key)}  (object {obj.name})")
@@ -43,8 +44,10 @@ def _plan_text(plan: ContractPlan) -> str:
         lines.append(f"  freshness {fresh.object}.{fresh.element}: fail after {fresh.fail_window_seconds:g}s  "
                      f"{fresh.clause}")
     for schedule in plan.schedules:
+        # by default a cron is the checks' automation condition; with contract_jobs, this schedule
         names = ", ".join(n for _, n in schedule.checks)
-        lines.append(f"  schedule {schedule.name}: '{schedule.cron}' runs {names}  {schedule.clause}")
+        lines.append(f"  cron '{schedule.cron}' (UTC) runs {names}  {schedule.clause}  "
+                     f"[schedule {schedule_name(plan, schedule, prefix)} with contract_jobs=True]")
     if plan.not_enforced:
         lines.append("  not enforced:")
         for item in plan.not_enforced:
@@ -61,8 +64,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
         }
         print(json.dumps(payload, indent=2, default=str))
     else:
+        prefixes = short_prefixes(result.plans)  # the names Dagster's ops and schedules take
         for plan in result.plans:
-            print(_plan_text(plan))
+            print(_plan_text(plan, prefixes[plan.file]))
             print()
         _print_problems(result, sys.stdout)
     return 1 if result.errors else 0

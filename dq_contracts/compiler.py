@@ -157,6 +157,28 @@ def checks_job_name(plan: ContractPlan) -> str:
     return f"{dagster_name(plan.id)}__checks"
 
 
+def short_prefixes(plans: Iterable[ContractPlan]) -> dict[str, str]:
+    """A short, readable, stable name per contract for its ops, jobs and schedules: its `name`, else
+    the last part of its id, else (taken by a contract whose id sorts first) its whole id."""
+    taken: set[str] = set()
+    out: dict[str, str] = {}
+    for plan in sorted(plans, key=lambda p: p.id):
+        last = re.split(r"[:/]", plan.id.rstrip(":/"))[-1]
+        for candidate in (plan.name, last, plan.id, f"{plan.id}__{plan.version}"):
+            name = dagster_name(str(candidate)) if candidate else None
+            if name and name not in taken:
+                break
+        taken.add(name)
+        out[plan.file] = name
+    return out
+
+
+def schedule_name(plan: ContractPlan, schedule: SchedulePlan, prefix: str) -> str:
+    """The Dagster name of a contract cron's schedule: the contract's short prefix for its id."""
+    full = dagster_name(plan.id)
+    return prefix + schedule.name[len(full):] if schedule.name.startswith(full) else schedule.name
+
+
 def schedule_job_name(schedule: SchedulePlan) -> str:
     return f"{schedule.name}__job"
 

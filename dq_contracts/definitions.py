@@ -11,7 +11,6 @@ import datetime as dt
 import json
 import logging
 import os
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +19,7 @@ import dagster as dg
 import sqlalchemy as sa
 
 from dq_contracts.checking import Warehouses, choose_server, failed_results, run_contract
-from dq_contracts.compiler import dagster_name
+from dq_contracts.compiler import dagster_name, schedule_name, short_prefixes  # noqa: F401 - re-exported
 from dq_contracts.core import load_contracts
 from dq_contracts.kinds import Scope
 from dq_contracts.plans import CheckPlan, ContractPlan, ObjectPlan
@@ -186,22 +185,6 @@ def _object_checks(specs: ObjectSpecs, prefix: str, resource_key: str) -> list[d
     return ops
 
 
-def short_prefixes(plans: Iterable[ContractPlan]) -> dict[str, str]:
-    """A short, readable, stable name per contract for its ops, jobs and schedules: its `name`, else
-    the last part of its id, else (taken by a contract whose id sorts first) its whole id."""
-    taken: set[str] = set()
-    out: dict[str, str] = {}
-    for plan in sorted(plans, key=lambda p: p.id):
-        last = re.split(r"[:/]", plan.id.rstrip(":/"))[-1]
-        for candidate in (plan.name, last, plan.id, f"{plan.id}__{plan.version}"):
-            name = dagster_name(str(candidate)) if candidate else None
-            if name and name not in taken:
-                break
-        taken.add(name)
-        out[plan.file] = name
-    return out
-
-
 @dataclass
 class _Built:
     checks: list[dg.AssetChecksDefinition]
@@ -228,8 +211,7 @@ def _contract_defs(plan: ContractPlan, objects: list[ObjectSpecs], prefix: str, 
         keys = [check_keys[pair] for pair in schedule.checks if pair in check_keys]
         if not keys:
             continue
-        name = prefix + schedule.name[len(dagster_name(plan.id)):] if schedule.name.startswith(
-            dagster_name(plan.id)) else schedule.name
+        name = schedule_name(plan, schedule, prefix)
         job = dg.define_asset_job(f"{name}__job", selection=dg.AssetSelection.checks(*keys),
                                   description=f"Clauses scheduled by {plan.id} {schedule.clause}")
         built.jobs.append(job)

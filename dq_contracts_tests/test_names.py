@@ -51,3 +51,21 @@ def test_names_survive_a_new_version_and_reordering(tmp_path):
     obj["quality"].reverse()
     after = names(tmp_path, moved, "b.odcs.yaml")
     assert before == after
+
+
+def test_plan_names_the_schedules_dagster_defines():
+    """`dq-contracts plan` on the bundled contracts names each cron's schedule as Dagster does with
+    contract_jobs=True (short names, never the URN)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from dq_contracts.definitions import build_contract_defs
+
+    root = Path(__file__).resolve().parent.parent
+    shown = subprocess.run([sys.executable, "-m", "dq_contracts.cli", "plan", "contracts"], cwd=root,
+                           capture_output=True, text=True, timeout=120, check=True).stdout
+    planned = set(re.findall(r"\[schedule (\S+) with contract_jobs=True\]", shown))
+    defined = {s.name for s in build_contract_defs(root / "contracts", contract_jobs=True).schedules}
+    assert planned == defined and len(defined) == 3
+    assert "urn" not in " ".join(planned)
