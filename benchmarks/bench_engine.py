@@ -37,6 +37,7 @@ import contextlib
 import datetime as dt
 import json
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -395,6 +396,16 @@ def json_value(value: Any) -> Any:
     return float(value) if hasattr(value, "__float__") else str(value)
 
 
+def current_rss_kb() -> int:
+    """Resident set size now (Linux's /proc), else the peak so far: the worker's baseline before its
+    first run, since the peak of start-up (imports, contract loading) could hide a small run's."""
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
 def worker(method: str, spec: dict) -> None:
     """One method's process: set up, then answer the parent's commands (one JSON line each) until
     `report`. The protocol has stdout to itself; anything a library prints goes to stderr."""
@@ -411,7 +422,7 @@ def worker(method: str, spec: dict) -> None:
         capture.attach(engine)
     else:
         subject.capture = capture
-    reply(ready=True, rss_kb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    reply(ready=True, rss_kb=current_rss_kb())
     for line in sys.stdin:
         command = line.strip()
         if command == "run":
@@ -478,23 +489,35 @@ class Worker:
 
 
 class DatacontractCli:
-    """`datacontract test` as a whole process per run; its peak RSS from wait4."""
+    """`datacontract test` as a whole process per run, its peak RSS from wait4; the same contract
+    (ODCS as well), the same server, the same table."""
 
     def __init__(self, venv: Path, contract: Path, env: dict) -> None:
-        self.command = [str(venv / "bin" / "datacontract"), "test", str(contract)]
+        self.output = contract.with_suffix(".result.json")
+        self.command = [str(venv / "bin" / "datacontract"), "test", str(contract),
+                        "--output", str(self.output), "--output-format", "json"]
         self.env = {**os.environ, **env}
         self.rss_kb = 0
-        self.last = ""
 
     def run(self) -> float:
         started = time.perf_counter()
-        process = subprocess.Popen(self.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=self.env)
-        output = process.stdout.read()
+        process = subprocess.Popen(self.command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=self.env)
         _, status, usage = os.wait4(process.pid, 0)
         seconds = time.perf_counter() - started
         self.rss_kb = max(self.rss_kb, usage.ru_maxrss)
-        self.last = output.decode(errors="replace")
         return seconds
+
+    def outcome(self) -> str:
+        """Its checks by result, and the keys of those that did not pass."""
+        try:
+            checks = json.loads(self.output.read_text())["checks"]
+        except (OSError, ValueError, KeyError) as exc:
+            return f"no result file ({exc})"
+        results: dict[str, list[str]] = {}
+        for check in checks:
+            results.setdefault(check.get("result") or "?", []).append(check.get("key") or check.get("name"))
+        return ", ".join(f"{len(keys)} {result}" for result, keys in results.items()) + "".join(
+            f"\n  {result}: " + ", ".join(keys) for result, keys in results.items() if result != "passed")
 
 
 def interleaved_medians(runs: dict[str, Callable[[], float]], repeats: int) -> dict[str, float]:
@@ -591,7 +614,12 @@ def verify(ours: dict, naive: dict, floor: dict) -> list[str]:
     return problems
 
 
-def short(statement: str, width: int = 110) -> str:
+_QUALIFIER = re.compile(r'(?:"[^"]*"\.)?"orders"\.(?=")')
+
+
+def short(statement: str, width: int = 130) -> str:
+    """A statement for a line of the report: columns without their table and schema qualifiers."""
+    statement = _QUALIFIER.sub("", statement)
     return statement if len(statement) <= width else statement[:width - 1] + "…"
 
 
@@ -620,6 +648,8 @@ def measure_table(engine: str, table: dict, args: argparse.Namespace, pg: Postgr
             client, server = w.ask("count"), []
         statements[method] = {"client": client["statements"], "sent": client["sent"], "server": server,
                               "count": sum(c for c, _, _ in server) if server else client["sent"]}
+    if cli is not None and pg is not None and pg.counts:
+        statements["datacontract"] = {"count": sum(c for c, _, _ in pg.counted(cli.run)[1])}
     plans = {m: workers[m].ask("explain")["plans"] for m in ("ours", "floor")} if args.explain and pg else {}
     reports = {m: w.finish() for m, w in workers.items()}
 
@@ -648,42 +678,63 @@ def measure_table(engine: str, table: dict, args: argparse.Namespace, pg: Postgr
         for statement, plan in texts:
             print(f"\nEXPLAIN ({method}) {short(statement, 200)}\n{plan}")
     if cli is not None:
-        print(f"datacontract-cli: median {medians['datacontract']:.3f} s, peak RSS {cli.rss_kb / 1024:.0f} MB; "
-              "its last output ends:\n  " + "\n  ".join(cli.last.strip().splitlines()[-8:]))
+        counted = (f", {statements['datacontract']['count']} statements received by the server"
+                   if "datacontract" in statements else "")
+        print(f"datacontract-cli: median {medians['datacontract']:.3f} s, peak RSS {cli.rss_kb / 1024:.0f} MB"
+              f"{counted}; its checks: {cli.outcome()}")
     return {"engine": engine, "rows": table["rows"], "table": table["name"], "medians": medians,
             "statements": {m: s["count"] for m, s in statements.items()}, "problems": problems,
             "rss": {m: r["rss_kb"] for m, r in reports.items()}, "baseline": {m: w.baseline_kb for m, w in workers.items()},
-            "datacontract_rss": cli.rss_kb if cli else None}
+            "datacontract_rss": cli.rss_kb if cli else None, "floor": reports["floor"]["measures"]}
+
+
+def datacontract_venv() -> Path | None:
+    venv = os.environ.get("DQ_BENCH_DATACONTRACT_VENV")
+    return Path(venv) if venv and (Path(venv) / "bin" / "datacontract").exists() else None
 
 
 def datacontract_method(engine: str, table: dict, folder: Path, pg: Postgres | None) -> DatacontractCli | None:
-    venv = os.environ.get("DQ_BENCH_DATACONTRACT_VENV")
-    if not venv or not (Path(venv) / "bin" / "datacontract").exists():
+    """datacontract-cli on the same table, if DQ_BENCH_DATACONTRACT_VENV names a venv that has it."""
+    venv = datacontract_venv()
+    if venv is None:
         return None
-    return datacontract_setup(Path(venv), engine, table, folder, pg)
-
-
-def datacontract_setup(venv: Path, engine: str, table: dict, folder: Path, pg: Postgres | None) -> DatacontractCli:
-    raise NotImplementedError
+    contract = contract_for(engine, table)
+    env = {}
+    if engine == "duckdb":  # its relative paths are not the contract's folder: name the file whole
+        contract["servers"][0]["database"] = str(folder / table["file"])
+    else:
+        env = {"DATACONTRACT_POSTGRES_USERNAME": "postgres", "DATACONTRACT_POSTGRES_PASSWORD": pg.password}
+    path = folder / f"datacontract_{engine}_{table['name']}.odcs.yaml"
+    path.write_text(yaml.safe_dump(contract, sort_keys=False))
+    return DatacontractCli(venv, path, env)
 
 
 def print_summary(rows: list[dict]) -> None:
     with_cli = any("datacontract" in r["medians"] for r in rows)
     print("\n| engine | rows | table | ours s | floor s | naive s | ours/floor | naive/ours | statements ours "
-          "| statements floor | peak RSS MB ours | floor | ours/floor |" + (" datacontract-cli s |" if with_cli else ""))
+          "| statements floor | peak RSS MB ours | floor | ours/floor |" + (" datacontract-cli s (peak RSS) |" if with_cli else ""))
     print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if with_cli else ""))
     for r in rows:
         m, rss = r["medians"], r["rss"]
-        cli = f" {m['datacontract']:.2f} |" if "datacontract" in m else (" — |" if with_cli else "")
+        cli = f" {m['datacontract']:.2f} ({r['datacontract_rss'] / 1024:.0f} MB) |" if "datacontract" in m else (" — |" if with_cli else "")
         print(f"| {r['engine']} | {r['rows']:,} | {r['table']} | {m['ours']:.3f} | {m['floor']:.3f} | {m['naive']:.3f} "
               f"| {m['ours'] / m['floor']:.2f} | {m['naive'] / m['ours']:.2f} | {r['statements']['ours']} "
               f"| {r['statements']['floor']} | {rss['ours'] / 1024:.0f} | {rss['floor'] / 1024:.0f} "
               f"| {rss['ours'] / rss['floor']:.2f} |{cli}")
     print("\nPeak RSS is the whole worker process; each worker imports the same modules, and its RSS before "
-          "the first run was (MB, ours/floor/naive): " + "; ".join(
+          "the first run was (MB resident then, ours/floor/naive): " + "; ".join(
               f"{r['engine']} {r['rows']:,} {r['table']}: " + "/".join(f"{r['baseline'][m] / 1024:.0f}"
                                                                      for m in ("ours", "floor", "naive"))
               for r in rows))
+    by_table: dict[tuple, list[dict]] = {}
+    for r in rows:
+        by_table.setdefault((r["rows"], r["table"]), []).append(r)
+    for (count, state), same in by_table.items():  # the same rows on both engines: the same counts
+        differ = [name for name in same[0]["floor"] if not name.endswith("freshness")
+                  and len({json.dumps(r["floor"][name]) for r in same}) > 1]
+        if len(same) > 1 and differ:
+            print(f"\nTHE ENGINES' FLOORS DIFFER on {count:,} rows, {state}: {differ}")
+            rows[0]["problems"].append("engines differ")
     if any(r["problems"] for r in rows):
         print("\nSOME METHODS DISAGREED: see the DISAGREEMENT lines above")
 
@@ -704,7 +755,7 @@ def main() -> None:
         return
 
     print("load average at the start (1, 5, 15 min): " + ", ".join(f"{x:.1f}" for x in os.getloadavg()))
-    if not os.environ.get("DQ_BENCH_DATACONTRACT_VENV"):
+    if datacontract_venv() is None:
         print("datacontract-cli: skipped (set DQ_BENCH_DATACONTRACT_VENV to a virtual environment that has it)")
     pg = Postgres() if "postgres" in args.engines else None
     if pg is not None and not pg.counts:
