@@ -161,7 +161,7 @@ def generate_sql(rows: int, state: str, now: dt.datetime) -> str:
               "stale": STATES[state]["stale"]}
     types = {p["name"]: p["physicalType"] for p in PROPERTIES}
     selected = ",\n  ".join(
-        f"CAST({((failing and broken) or clean).format(**values)} AS {types[name]}) AS {name}"
+        f"CAST({(broken if failing and broken else clean).format(**values)} AS {types[name]}) AS {name}"
         for name, clean, broken in COLUMNS)
     source = STATES[state]["repeat"].format(**values)
     return f"SELECT\n  {selected}\nFROM (SELECT range AS i, {source} AS s FROM range(1, {rows + 1}))"
@@ -553,6 +553,8 @@ class Postgres:
         self.counts = self.cluster.has_statement_stats
         if self.counts:
             self.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        settings = ("server_version", "shared_buffers", "work_mem", "max_parallel_workers_per_gather")
+        print("PostgreSQL: " + ", ".join(f"{name} {self.query(f'SHOW {name}')[0][0]}" for name in settings))
 
     def query(self, sql: str) -> list[tuple]:
         with self.admin.cursor() as cursor:
@@ -754,6 +756,8 @@ def main() -> None:
         worker(args.worker, json.loads(args.spec))
         return
 
+    print(f"DuckDB {duckdb.__version__}, SQLAlchemy {sa.__version__}, psycopg2 {psycopg2.__version__.split()[0]}, "
+          f"{os.cpu_count()} cores")
     print("load average at the start (1, 5, 15 min): " + ", ".join(f"{x:.1f}" for x in os.getloadavg()))
     if datacontract_venv() is None:
         print("datacontract-cli: skipped (set DQ_BENCH_DATACONTRACT_VENV to a virtual environment that has it)")
