@@ -13,14 +13,23 @@ every clause passes, and a failing one where 13 of the 20 clauses fail, with com
 of rows) and rare ones (a handful of rows spread through the table, one of them the last row).
 PostgreSQL (a throwaway cluster on 127.0.0.1) gets the very same rows, copied from the DuckDB table.
 
-Every method runs in a process of its own, started once per table and kept waiting between runs, so
+Every method runs in a process of its own, started once per table and kept waiting between runs (but
+datacontract-cli, a new process per run, as it is used), so
 its peak RSS (ru_maxrss) is its own; all of them import the same modules, so the peaks compare the
 work, not the imports. Runs alternate between methods in a rotating order after one untimed warm-up
-round, and the medians are reported, since a shared machine drifts. One more run per method counts
-its statements: on PostgreSQL what the server received (pg_stat_statements, reset before the run,
-read from another database than the run's, so BEGIN, SET, ROLLBACK and pre-ping count); on DuckDB
-SQLAlchemy's `before_cursor_execute` events plus pre-pings. Ours, naive and floor must agree on every
-measure; the failing checks and ours' statements are printed.
+round, and the medians are reported, since a shared machine drifts. Between runs a method keeps its
+connection (ours and naive their engine's pool), as the runs of one process would.
+
+Statements per run are counted on two more runs of each method: one on the kept connection, one on a
+new engine (or connection), which is what one run of the product makes. On PostgreSQL they are what
+the server received (pg_stat_statements, reset before the run and read from another database than
+the run's, so BEGIN, SET, ROLLBACK and pre-pings count); on DuckDB they are SQLAlchemy's
+`before_cursor_execute` events plus pre-pings (statements sent on the DBAPI connection itself, such
+as a connect event's SETs or the dialect's first-connect queries, are not seen there).
+
+Ours, naive and floor must agree on every measure (and both engines' floors on the same rows); the
+failing checks and every statement ours sends are printed. Peak RSS is the client process's; a
+PostgreSQL server's own memory is not in it.
 
     .venv/bin/python benchmarks/bench_engine.py                       # 1M and 5M rows, both engines
     .venv/bin/python benchmarks/bench_engine.py --sizes 200000 --engines duckdb --repeats 3
@@ -39,7 +48,7 @@ import json
 import os
 import re
 import resource
-import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -301,12 +310,20 @@ class Capture:
 class Ours:
     """The product's path: server from the contract, endpoint from the environment, its engine."""
 
-    def __init__(self, spec: dict) -> None:
+    def __init__(self, spec: dict, capture: Capture) -> None:
         self.plan, self.obj = load_plan(Path(spec["contract"]))
         self.now = dt.datetime.fromisoformat(spec["now"])
         self.connection = connection_for(self.plan.servers[0], spec["environ"], str(Path(spec["contract"]).parent))
-        self.engine = engine_for(self.connection)
+        self.capture, self.engine = capture, None
+        self.connect()
         self.results: list = []
+
+    def connect(self) -> None:
+        """A new engine, as each run of the product makes (the runs in between reuse its pool)."""
+        if self.engine is not None:
+            self.engine.dispose()
+        self.engine = engine_for(self.connection)
+        self.capture.attach(self.engine)
 
     def run(self) -> None:
         self.results = run_object(self.plan, self.obj, self.engine, now=self.now, schema=self.connection.schema,
@@ -351,24 +368,28 @@ class Naive(Ours):
 
 
 class Floor:
-    """The hand-written SQL on one DBAPI connection, opened once and kept, in autocommit."""
+    """The hand-written SQL on one DBAPI connection, kept between runs like ours' pool, in autocommit."""
 
-    def __init__(self, spec: dict) -> None:
+    def __init__(self, spec: dict, capture: Capture) -> None:
+        self.spec, self.capture, self.db = spec, capture, None
         self.dialect, self.now = spec["engine"], dt.datetime.fromisoformat(spec["now"])
         schema = spec.get("schema") or "main"
         table = f'"{schema}".orders'
         self.sql = [floor_aggregate(self.dialect, table), floor_compound(table), floor_catalog(schema)]
-        if self.dialect == "duckdb":
-            self.db = duckdb.connect(spec["path"], read_only=True)
-        else:
-            self.db = psycopg2.connect(spec["dsn"])
-            self.db.autocommit = True
-        self.capture: Capture | None = None
+        self.connect()
         self.results: dict = {}
 
+    def connect(self) -> None:
+        if self.db is not None:
+            self.db.close()
+        if self.dialect == "duckdb":
+            self.db = duckdb.connect(self.spec["path"], read_only=True)
+        else:
+            self.db = psycopg2.connect(self.spec["dsn"])
+            self.db.autocommit = True
+
     def query(self, sql: str) -> tuple[list[str], list[tuple]]:
-        if self.capture is not None:
-            self.capture.record(sql)
+        self.capture.record(sql)
         cursor = self.db.cursor()
         cursor.execute(sql)
         rows = cursor.fetchall()
@@ -387,7 +408,7 @@ class Floor:
         return {name: json_value(v) for name, v in self.results.items()}
 
 
-METHODS: dict[str, Callable[[dict], Any]] = {"ours": Ours, "floor": Floor, "naive": Naive}
+METHODS: dict[str, Callable[[dict, Capture], Any]] = {"ours": Ours, "floor": Floor, "naive": Naive}
 
 
 def json_value(value: Any) -> Any:
@@ -415,32 +436,32 @@ def worker(method: str, spec: dict) -> None:
     def reply(**fields: Any) -> None:
         protocol.write(json.dumps(fields, default=str) + "\n")
 
-    subject = METHODS[method](spec)
     capture = Capture()
-    engine = getattr(subject, "engine", None)
-    if engine is not None:
-        capture.attach(engine)
-    else:
-        subject.capture = capture
+    subject = METHODS[method](spec, capture)
     reply(ready=True, rss_kb=current_rss_kb())
     for line in sys.stdin:
-        command = line.strip()
-        if command == "run":
+        command = line.split()
+        if command == ["run"]:
             started = time.perf_counter()
             subject.run()
             reply(seconds=time.perf_counter() - started)
-        elif command == "count":  # one run whose statements are recorded
+        elif command[0] == "count":  # one run whose statements are recorded; `count new`: on a new connection
             capture.sent.clear()
             capture.on = True
+            started = time.perf_counter()
+            if command[1:] == ["new"]:
+                subject.connect()
             subject.run()
             end = time.perf_counter()
             capture.on = False
-            reply(statements=capture.grouped(end), sent=len(capture.sent))
-        elif command == "explain":
+            reply(statements=capture.grouped(end), sent=len(capture.sent), seconds=end - started)
+        elif command == ["explain"]:
             reply(plans=explain(spec, capture))
-        elif command == "report":
+        elif command == ["report"]:
             reply(measures=subject.measures(), rss_kb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
             return
+        else:
+            raise ValueError(f"unknown command {line!r}")
 
 
 def explain(spec: dict, capture: Capture) -> list[tuple[str, str]]:
@@ -642,16 +663,16 @@ def measure_table(engine: str, table: dict, args: argparse.Namespace, pg: Postgr
         runs["datacontract"] = cli.run
     medians = interleaved_medians(runs, args.repeats)
 
-    statements: dict[str, dict] = {}
+    statements: dict[str, dict] = {}  # by method, then "warm" (the pool's connection) and "new" (connecting)
     for method, w in workers.items():
-        if pg is not None:
-            client, server = pg.counted(lambda: w.ask("count"))
-        else:
-            client, server = w.ask("count"), []
-        statements[method] = {"client": client["statements"], "sent": client["sent"], "server": server,
-                              "count": sum(c for c, _, _ in server) if server else client["sent"]}
+        for connection in ("warm", "new"):
+            command = "count" if connection == "warm" else "count new"
+            client, server = pg.counted(lambda: w.ask(command)) if pg is not None else (w.ask(command), [])
+            statements.setdefault(method, {})[connection] = {
+                "client": client["statements"], "sent": client["sent"], "server": server,
+                "count": sum(c for c, _, _ in server) if server else client["sent"], "seconds": client["seconds"]}
     if cli is not None and pg is not None and pg.counts:
-        statements["datacontract"] = {"count": sum(c for c, _, _ in pg.counted(cli.run)[1])}
+        statements["datacontract"] = {"warm": {"count": sum(c for c, _, _ in pg.counted(cli.run)[1])}}
     plans = {m: workers[m].ask("explain")["plans"] for m in ("ours", "floor")} if args.explain and pg else {}
     reports = {m: w.finish() for m, w in workers.items()}
 
@@ -668,7 +689,12 @@ def measure_table(engine: str, table: dict, args: argparse.Namespace, pg: Postgr
     print("ours, naive and floor agree on every measure" if not problems else
           "DISAGREEMENT:\n  " + "\n  ".join(problems))
     for method in ("ours", "floor"):
-        st = statements[method]
+        new, st = statements[method]["new"], statements[method]["warm"]
+        print(f"{method}, a run on a new engine (or connection): {new['count']} statements, {new['seconds']:.3f} s")
+        kept = {query: calls for calls, _, query in st["server"]}
+        for calls, _, query in new["server"]:  # what connecting adds (or, where negative, saves)
+            if calls != kept.get(query, 0):
+                print(f"  {calls - kept.get(query, 0):+4d}  {short(query)}")
         if st["server"]:
             print(f"{method}: {st['count']} statements received by the server (calls, server ms, statement):")
             for calls, ms, query in st["server"]:
@@ -680,12 +706,12 @@ def measure_table(engine: str, table: dict, args: argparse.Namespace, pg: Postgr
         for statement, plan in texts:
             print(f"\nEXPLAIN ({method}) {short(statement, 200)}\n{plan}")
     if cli is not None:
-        counted = (f", {statements['datacontract']['count']} statements received by the server"
+        counted = (f", {statements['datacontract']['warm']['count']} statements received by the server"
                    if "datacontract" in statements else "")
         print(f"datacontract-cli: median {medians['datacontract']:.3f} s, peak RSS {cli.rss_kb / 1024:.0f} MB"
               f"{counted}; its checks: {cli.outcome()}")
     return {"engine": engine, "rows": table["rows"], "table": table["name"], "medians": medians,
-            "statements": {m: s["count"] for m, s in statements.items()}, "problems": problems,
+            "statements": {m: {c: s[c]["count"] for c in s} for m, s in statements.items()}, "problems": problems,
             "rss": {m: r["rss_kb"] for m, r in reports.items()}, "baseline": {m: w.baseline_kb for m, w in workers.items()},
             "datacontract_rss": cli.rss_kb if cli else None, "floor": reports["floor"]["measures"]}
 
@@ -714,14 +740,17 @@ def datacontract_method(engine: str, table: dict, folder: Path, pg: Postgres | N
 def print_summary(rows: list[dict]) -> None:
     with_cli = any("datacontract" in r["medians"] for r in rows)
     print("\n| engine | rows | table | ours s | floor s | naive s | ours/floor | naive/ours | statements ours "
-          "| statements floor | peak RSS MB ours | floor | ours/floor |" + (" datacontract-cli s (peak RSS) |" if with_cli else ""))
+          "(new engine) | statements floor (new connection) | peak RSS MB ours | floor | ours/floor |" + (" datacontract-cli s (peak RSS) |" if with_cli else ""))
     print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if with_cli else ""))
     for r in rows:
         m, rss = r["medians"], r["rss"]
+
+        def counts(method: str) -> str:
+            return f"{r['statements'][method]['warm']} ({r['statements'][method]['new']})"
         cli = f" {m['datacontract']:.2f} ({r['datacontract_rss'] / 1024:.0f} MB) |" if "datacontract" in m else (" — |" if with_cli else "")
         print(f"| {r['engine']} | {r['rows']:,} | {r['table']} | {m['ours']:.3f} | {m['floor']:.3f} | {m['naive']:.3f} "
-              f"| {m['ours'] / m['floor']:.2f} | {m['naive'] / m['ours']:.2f} | {r['statements']['ours']} "
-              f"| {r['statements']['floor']} | {rss['ours'] / 1024:.0f} | {rss['floor'] / 1024:.0f} "
+              f"| {m['ours'] / m['floor']:.2f} | {m['naive'] / m['ours']:.2f} | {counts('ours')} "
+              f"| {counts('floor')} | {rss['ours'] / 1024:.0f} | {rss['floor'] / 1024:.0f} "
               f"| {rss['ours'] / rss['floor']:.2f} |{cli}")
     print("\nPeak RSS is the whole worker process; each worker imports the same modules, and its RSS before "
           "the first run was (MB resident then, ours/floor/naive): " + "; ".join(
@@ -756,6 +785,8 @@ def main() -> None:
         worker(args.worker, json.loads(args.spec))
         return
 
+    # stopped with SIGTERM, still stop the cluster and remove the tables (the `finally` below)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     print(f"DuckDB {duckdb.__version__}, SQLAlchemy {sa.__version__}, psycopg2 {psycopg2.__version__.split()[0]}, "
           f"{os.cpu_count()} cores")
     print("load average at the start (1, 5, 15 min): " + ", ".join(f"{x:.1f}" for x in os.getloadavg()))
