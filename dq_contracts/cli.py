@@ -78,6 +78,16 @@ def _observed_text(result) -> str:
     return f"{value}{unit}"
 
 
+def _statements(results: list) -> list[dict]:
+    by_object: dict[tuple, list[str]] = {}
+    for r in results:
+        sql = by_object.setdefault((r.contract_id, tuple(r.asset_key), r.object), [])
+        if r.aggregate_sql and r.aggregate_sql not in sql:
+            sql.append(r.aggregate_sql)
+    return [{"contract": contract, "asset_key": list(key), "object": obj, "sql": sql}
+            for (contract, key, obj), sql in by_object.items()]
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from dq_contracts.checking import Warehouses, run_contract  # the engine only when checks run
 
@@ -93,6 +103,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         payload = {
             "results": [{"contract": r.contract_id, "version": r.contract_version, **r.to_json()}
                         for r in results],
+            # what measured the results, once per object: its scan (or scans) and the kinds' own queries
+            "statements": _statements(results),
             "problems": [p.to_json() for p in loaded.problems],
         }
         print(json.dumps(payload, indent=2, default=str))

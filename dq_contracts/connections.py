@@ -16,12 +16,19 @@ that only the contract names.
 
 A relative DuckDB `database` path is read from the folder of the contract file that declares it,
 so a contract means the same file from `dagster dev`, `dg`, the CLI and any working directory.
+
+DuckDB check sessions (a `duckdb` server, or a file server that DuckDB reads) are bounded: at most
+`DQ_CONTRACTS_<SERVER>_MEMORY_LIMIT` of memory (default 1GB, DuckDB's own default is 80 % of the
+host's, per session: one per object checked in parallel), spilling to
+`DQ_CONTRACTS_<SERVER>_TEMP_DIRECTORY` (default: a `dq_contracts_spill` folder in the system's temp
+folder), with `DQ_CONTRACTS_<SERVER>_THREADS` threads (default DuckDB's: every core).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import tempfile
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -30,6 +37,13 @@ import sqlalchemy as sa
 from dq_contracts.compiler import FILE_SERVER_TYPES, is_file_server
 
 DRIVERS = {"postgres": "postgresql+psycopg2", "postgresql": "postgresql+psycopg2", "duckdb": "duckdb"}
+
+# DuckDB settings of a check session: (setting, the operator's variable suffix, default)
+DUCKDB_SETTINGS = (
+    ("memory_limit", "MEMORY_LIMIT", lambda: "1GB"),
+    ("temp_directory", "TEMP_DIRECTORY", lambda: os.path.join(tempfile.gettempdir(), "dq_contracts_spill")),
+    ("threads", "THREADS", lambda: None),
+)
 
 
 @dataclass(frozen=True)
@@ -56,6 +70,7 @@ class Connection:
     schema: str | None
     secrets: tuple[str, ...]  # values never to show in a result, log or error
     files: Files | None = None  # set for a file server: the tables are files DuckDB reads
+    duckdb: tuple[tuple[str, str], ...] = ()  # DuckDB session settings (DUCKDB_SETTINGS)
 
 
 def env_prefix(server_name: str) -> str:
@@ -84,18 +99,19 @@ def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None 
         if kind not in ("duckdb", *FILE_SERVER_TYPES):
             url = url.update_query_dict(_tls(environ, prefix))
             _agrees(server, url, name, f"{prefix}_URL")
-        return Connection(url, schema, tuple(s for s in (url.password,) if s))
+        settings = _duckdb(environ, prefix) if url.get_backend_name() == "duckdb" else ()
+        return Connection(url, schema, tuple(s for s in (url.password,) if s), None, settings)
     if is_file_server(server):
         path = str(server["path"])
         if kind == "local" and folder and is_relative_file(path):
             path = os.path.normpath(os.path.join(folder, path))
         files = Files(str(server["format"]).lower(), path)  # csv: DuckDB detects the delimiter
-        return Connection(sa.URL.create("duckdb", database=":memory:"), None, (), files)
+        return Connection(sa.URL.create("duckdb", database=":memory:"), None, (), files, _duckdb(environ, prefix))
     if kind == "duckdb":
         database = str(server.get("database") or ":memory:")
         if folder and is_relative_file(database):
             database = os.path.normpath(os.path.join(folder, database))
-        return Connection(sa.URL.create("duckdb", database=database), schema, ())
+        return Connection(sa.URL.create("duckdb", database=database), schema, (), None, _duckdb(environ, prefix))
     if kind not in DRIVERS:
         raise ValueError(f"server {name!r}: type {kind!r} has no driver here; set {prefix}_URL to a "
                          "SQLAlchemy URL for it")
@@ -116,6 +132,11 @@ def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None 
     )
     _agrees(server, url, name, f"{prefix}_HOST/_PORT/_DATABASE")
     return Connection(url, schema, tuple(s for s in (password,) if s))
+
+
+def _duckdb(environ: Mapping[str, str], prefix: str) -> tuple[tuple[str, str], ...]:
+    chosen = ((name, environ.get(f"{prefix}_{suffix}") or default()) for name, suffix, default in DUCKDB_SETTINGS)
+    return tuple((name, str(value)) for name, value in chosen if value)
 
 
 class EndpointError(ValueError):
@@ -140,11 +161,18 @@ def _agrees(server: Mapping[str, Any], url: sa.URL, name: str, declared: str) ->
 
 
 def engine_for(connection: Connection) -> sa.Engine:
-    kwargs: dict[str, Any] = {"pool_pre_ping": True}
-    if connection.url.get_backend_name() == "duckdb" and connection.files is None:
-        kwargs["connect_args"] = {"read_only": True}
+    # No ping before each checkout: an engine lives for one run, and every statement of an object
+    # shares one connection (runner.Session); a connection lost mid-run fails its statements, which
+    # the runner reports as the checks' errors.
+    kwargs: dict[str, Any] = {}
+    if connection.url.get_backend_name() == "duckdb":
+        # set when the database opens: no statement, and nothing a contract's SQL could change
+        kwargs["connect_args"] = {"config": dict(connection.duckdb)}
+        if connection.files is None:
+            kwargs["connect_args"]["read_only"] = True
     elif connection.url.get_backend_name() == "postgresql":
         kwargs["connect_args"] = {"connect_timeout": 10}
+        kwargs["use_native_hstore"] = False  # a catalog query per new connection, for a type no check reads
     engine = sa.create_engine(connection.url, **kwargs)
     if connection.url.get_backend_name() == "duckdb":
         allowed = connection.files.allowed() if connection.files is not None else None

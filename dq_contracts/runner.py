@@ -13,7 +13,7 @@ import math
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import sqlalchemy as sa
 
@@ -34,6 +34,17 @@ from dq_contracts.sql import render, table_for
 
 DEFAULT_TIMEOUT_SECONDS = 300
 SAMPLE_LIMIT = 5
+# A failing clause with at most this many offending rows has all of them read, in one scan shared by
+# every such clause of the table; one with more reads the first SAMPLE_SCAN it meets and stops.
+RARE_ROWS = 200
+SAMPLE_SCAN = 100
+T = TypeVar("T")
+# Measures per statement, by dialect: PostgreSQL refuses a target list of more than 1,664 entries,
+# and a wide table's aggregate is split into as few statements as fit, each one scan of its columns.
+MEASURES_PER_STATEMENT = {"postgresql": 1500}
+DEFAULT_MEASURES_PER_STATEMENT = 2000
+# Distinct counts per statement (kinds._keys_apart): DuckDB holds a hash table for each at once.
+DISTINCT_COUNTS_PER_STATEMENT = {"duckdb": 50, "postgresql": 1500}
 
 
 @dataclass
@@ -76,9 +87,9 @@ class CheckResult:
             "asset_key": list(self.asset_key), "name": self.name, "clause": self.clause, "kind": self.kind,
             "passed": self.passed, "severity": self.severity, "observed": _jsonable(self.observed),
             "threshold": self.threshold, "unit": self.unit, "row_count": self.row_count,
-            "error": self.error, "message": self.message, "sql": self.sql, "aggregate_sql": self.aggregate_sql,
+            "error": self.error, "message": self.message, "sql": self.sql,
             "samples": self.samples, "details": self.details,
-        }
+        }  # not aggregate_sql: a table's scan is the same for its every clause (reports give it once per object)
 
 
 def _jsonable(value: Any) -> Any:
@@ -121,42 +132,113 @@ class StatementTimeout(Exception):
     """A query ran longer than the statement timeout and was cancelled."""
 
 
-@contextlib.contextmanager
-def read_only(engine: sa.Engine, timeout_seconds: float) -> Iterator[sa.Connection]:
-    """A connection in a read-only transaction with a statement timeout.
+def _settings(timeout_seconds: float) -> sa.TextClause:
+    # one statement, local to the transaction: the timeout, and every timestamp literal and comparison
+    # in UTC whatever the role's or database's time zone (set_config is refused in contracts' SQL)
+    return sa.text("SELECT set_config('statement_timeout', :ms, true), set_config('TimeZone', 'UTC', true)"
+                   ).bindparams(ms=str(int(timeout_seconds * 1000)))
 
-    PostgreSQL does both itself. DuckDB engines are opened read-only (connections.engine_for) and have
-    no statement timeout, so a timer interrupts the query instead.
-    """
-    with engine.connect() as connection:
-        timer: threading.Timer | None = None
-        fired = threading.Event()
-        if engine.dialect.name == "postgresql":
-            connection.exec_driver_sql("SET TRANSACTION READ ONLY")
-            connection.exec_driver_sql(f"SET LOCAL statement_timeout = {int(timeout_seconds * 1000)}")
-            # every timestamp literal and comparison in UTC, whatever the role's or database's time zone
-            connection.exec_driver_sql("SET LOCAL TIME ZONE 'UTC'")
-        elif engine.dialect.name == "duckdb":
+
+class _Deadline:
+    """DuckDB has no statement timeout: a timer interrupts the connection's query instead."""
+
+    def __init__(self, connection: sa.Connection, timeout_seconds: float) -> None:
+        self.fired = threading.Event()
+        self.timer: threading.Timer | None = None
+        if connection.dialect.name == "duckdb":
             driver = connection.connection.driver_connection
 
             def interrupt() -> None:
-                fired.set()
+                self.fired.set()
                 driver.interrupt()
 
-            timer = threading.Timer(timeout_seconds, interrupt)
-            timer.daemon = True
-            timer.start()
+            self.timer = threading.Timer(timeout_seconds, interrupt)
+            self.timer.daemon = True
+            self.timer.start()
+
+    def cancel(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+
+
+def _begin(engine: sa.Engine, timeout_seconds: float) -> sa.Connection:
+    """A connection in a read-only transaction with the timeout set: on PostgreSQL `BEGIN READ ONLY`
+    and one settings statement; DuckDB engines are opened read-only (connections.engine_for)."""
+    if engine.dialect.name == "postgresql":
+        connection = engine.execution_options(postgresql_readonly=True).connect()
         try:
-            yield connection
+            connection.execute(_settings(timeout_seconds))
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+    return engine.connect()
+
+
+def _timed_out(timeout_seconds: float) -> StatementTimeout:
+    return StatementTimeout(f"the query ran longer than the {timeout_seconds:g} s statement timeout and was "
+                            "cancelled")
+
+
+@contextlib.contextmanager
+def read_only(engine: sa.Engine, timeout_seconds: float) -> Iterator[sa.Connection]:
+    """A connection in a read-only transaction with a statement timeout, rolled back at the end."""
+    connection = _begin(engine, timeout_seconds)
+    deadline = _Deadline(connection, timeout_seconds)
+    try:
+        yield connection
+    except Exception as exc:
+        if deadline.fired.is_set():
+            raise _timed_out(timeout_seconds) from exc
+        raise
+    finally:
+        deadline.cancel()
+        try:
+            connection.rollback()
+        finally:
+            connection.close()
+
+
+class Session:
+    """One connection and one read-only transaction for every statement of an object: on PostgreSQL
+    `BEGIN READ ONLY`, one settings statement, the work, `ROLLBACK`; no ping per statement. A
+    statement that fails ends the transaction (both engines abort it), and the next one begins anew,
+    so one check's error never costs the others."""
+
+    def __init__(self, engine: sa.Engine, timeout_seconds: float) -> None:
+        self.engine, self.timeout_seconds = engine, timeout_seconds
+        self._connection: sa.Connection | None = None
+
+    def run(self, work: Callable[[sa.Connection], T]) -> T:
+        """`work` on the session's connection; whatever it fetches, it fetches before returning."""
+        if self._connection is None:
+            self._connection = _begin(self.engine, self.timeout_seconds)
+        deadline = _Deadline(self._connection, self.timeout_seconds)
+        try:
+            return work(self._connection)
         except Exception as exc:
-            if fired.is_set():
-                raise StatementTimeout(f"the query ran longer than the {timeout_seconds:g} s statement "
-                                       "timeout and was cancelled") from exc
+            self.close()
+            if deadline.fired.is_set():
+                raise _timed_out(self.timeout_seconds) from exc
             raise
         finally:
-            if timer is not None:
-                timer.cancel()
-            connection.rollback()
+            deadline.cancel()
+
+    def close(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            try:
+                connection.rollback()
+            except Exception:  # noqa: BLE001 - a connection already lost has nothing to roll back
+                pass
+            finally:
+                connection.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def run_object(
@@ -225,42 +307,49 @@ def run_object(
     except Exception as exc:  # a name this dialect cannot quote: every check says so
         return [_worded(c, results.get(c.name) or failure(c, exc)) for c in checks]
 
-    aggregated = [c for c in runnable if uses_aggregate(c)]
-    key_of, values, row_count, aggregate_sql, errors = _aggregate(aggregated, scope, engine, timeout_seconds)
-    for check in runnable:
-        kind = KINDS[check.kind]
-        judge = kind.judge or judge_count
-        key = key_of.get(check.name)
-        measured = aggregate_sql if key is not None else None  # what measures it, for a debug log
-        own = _own_sql(check, scope, engine)  # what a person runs to see the rows at fault
-        try:
-            if key is not None:
-                if key in errors:
-                    raise errors[key]
-                raw = values[key]
-            else:
-                with read_only(engine, timeout_seconds) as connection:
-                    try:
-                        raw = kind.evaluate(check, scope, connection)
-                    finally:
-                        measured = _last_sql(connection) or measured
-            verdict = judge(check, raw, row_count, scope)
-        except Exception as exc:  # one check's exception is that check's failed result
-            outcome = failure(check, exc, sql=own if own is not None or key is not None else measured,
-                              aggregate_sql=measured)
-            if kind.hint and not isinstance(exc, (Unmeasurable, *_TRANSIENT)):
-                outcome.error = f"{kind.hint.format(**check.params)}: {outcome.error}"
-            results[check.name] = outcome
-            continue
-        results[check.name] = result(check, passed=verdict.passed, observed=verdict.observed, row_count=row_count,
-                                     sql=own if own is not None or key is not None else measured,
-                                     aggregate_sql=measured, error=verdict.error, details=verdict.details)
-
-    for check in runnable:
-        outcome = results[check.name]
-        if not outcome.passed and outcome.error is None:
-            _add_samples(check, outcome, scope, engine, timeout_seconds, error_text)
+    with Session(engine, timeout_seconds) as session:
+        aggregated = [c for c in runnable if uses_aggregate(c)]
+        measured = _measure(aggregated, scope, session)
+        for check in runnable:
+            results[check.name] = _judged(check, scope, session, measured, result, failure)
+        failing = [(c, results[c.name]) for c in runnable if not results[c.name].passed and results[c.name].error is None]
+        _add_samples(failing, scope, session, error_text)
     return [_worded(c, results[c.name]) for c in checks]
+
+
+def _judged(check: CheckPlan, scope: Scope, session: Session, measured: Measured, result: Any,
+            failure: Any) -> CheckResult:
+    """One check's result, from its measure of the table's statements or from its own query."""
+    kind = KINDS[check.kind]
+    judge = kind.judge or judge_count
+    key = measured.key_of.get(check.name)
+    sql = measured.sql_of(key) if key is not None else None  # what measures it, for a debug log
+    own = _own_sql(check, scope, session.engine)  # what a person runs to see the rows at fault
+    ran: list[str | None] = []
+    try:
+        if key is not None:
+            if key in measured.errors:
+                raise measured.errors[key]
+            raw = measured.values[key]
+        else:
+            def evaluate(connection: sa.Connection) -> Any:
+                try:
+                    return kind.evaluate(check, scope, connection)
+                finally:
+                    ran.append(_last_sql(connection))
+
+            raw = session.run(evaluate)
+        verdict = judge(check, raw, measured.row_count, scope)
+    except Exception as exc:  # one check's exception is that check's failed result
+        sql = next((r for r in ran if r), sql)
+        outcome = failure(check, exc, sql=own if own is not None or key is not None else sql, aggregate_sql=sql)
+        if kind.hint and not isinstance(exc, (Unmeasurable, *_TRANSIENT)):
+            outcome.error = f"{kind.hint.format(**check.params)}: {outcome.error}"
+        return outcome
+    sql = next((r for r in ran if r), sql)
+    return result(check, passed=verdict.passed, observed=verdict.observed, row_count=measured.row_count,
+                  sql=own if own is not None or key is not None else sql, aggregate_sql=sql,
+                  error=verdict.error, details=verdict.details)
 
 
 def _own_sql(check: CheckPlan, scope: Scope, engine: sa.Engine) -> str | None:
@@ -286,69 +375,187 @@ def _worded(check: CheckPlan, result: CheckResult) -> CheckResult:
 _TRANSIENT = (StatementTimeout, sa.exc.OperationalError, sa.exc.InterfaceError)
 
 
-def _aggregate(checks: list[CheckPlan], scope: Scope, engine: sa.Engine, timeout_seconds: float
-               ) -> tuple[dict[str, str], dict[str, Any], int | None, str, dict[str, Exception]]:
-    """The one scan: every measure of the table as a column of one SELECT, each shared measure once.
+@dataclass
+class Measured:
+    """What the table's statements measured: each check's measure key, the values and errors by key,
+    the row count, and the SQL of the statement each key came from."""
 
-    If that statement fails for a reason of its own (a type a measure cannot apply to, a bad
-    pattern), each measure runs alone, so the one at fault fails and the others still report;
-    a timeout or a lost server fails them all at once (running them again would only repeat it).
-    Returns (measure key by check name, values by key, row count, SQL, errors by key)."""
-    measures: dict[str, Any] = {"rows": sa.func.count()}
-    key_of: dict[str, str] = {}
+    key_of: dict[str, str] = field(default_factory=dict)
+    values: dict[str, Any] = field(default_factory=dict)
+    errors: dict[str, Exception] = field(default_factory=dict)
+    row_count: int | None = None
+    sql: dict[str, str] = field(default_factory=dict)  # by measure key
+
+    def sql_of(self, key: str) -> str | None:
+        return self.sql.get(key)
+
+
+def _measure(checks: list[CheckPlan], scope: Scope, session: Session) -> Measured:
+    """The one scan: every measure of the table as a column of one SELECT, each shared measure once,
+    and the distinct counts in a second one (kinds._keys_apart); a wide table's in as few as fit.
+
+    If a statement fails for a reason of its own (a type a measure cannot apply to, a bad pattern),
+    each of its measures runs alone, so the one at fault fails and the others still report; a
+    timeout or a lost server fails them all at once (running them again would only repeat it)."""
+    measured = Measured()
+    statements: list[dict[str, Any]] = [{"rows": sa.func.count()}, {}]
     for check in checks:
-        key, expression = KINDS[check.kind].measure(check, scope)
-        measures.setdefault(key, expression)
-        key_of[check.name] = key
+        kind = KINDS[check.kind]
+        key, expression = kind.measure(check, scope)
+        measured.key_of[check.name] = key
+        if not any(key in group for group in statements):
+            statements[1 if kind.apart(check, scope.dialect) else 0][key] = expression
+    limits = (MEASURES_PER_STATEMENT.get(scope.dialect, DEFAULT_MEASURES_PER_STATEMENT),
+              DISTINCT_COUNTS_PER_STATEMENT.get(scope.dialect, DEFAULT_MEASURES_PER_STATEMENT))
+    for measures, most in zip(statements, limits):
+        keys = list(measures)
+        for start in range(0, len(keys), most):
+            _run_measures({k: measures[k] for k in keys[start:start + most]}, scope, session, measured)
+    rows = measured.values.get("rows")
+    measured.row_count = int(rows) if rows is not None else None
+    return measured
+
+
+def _run_measures(measures: dict[str, Any], scope: Scope, session: Session, measured: Measured) -> None:
     labels = {key: f"m{i}" for i, key in enumerate(measures)}
     statement = sa.select(*(measures[k].label(labels[k]) for k in measures)).select_from(scope.table)
-    sql = render(statement, engine)
+    sql = render(statement, session.engine)
+    measured.sql.update(dict.fromkeys(measures, sql))
     try:
-        with read_only(engine, timeout_seconds) as connection:
-            row = connection.execute(statement).one()
-        values = {k: row._mapping[labels[k]] for k in measures}
-        return key_of, values, int(values["rows"]), sql, {}
+        row = session.run(lambda connection: connection.execute(statement).one())
+        measured.values.update({k: row._mapping[labels[k]] for k in measures})
+        return
     except _TRANSIENT as exc:
-        return key_of, {}, None, sql, dict.fromkeys(measures, exc)
+        measured.errors.update(dict.fromkeys(measures, exc))
+        return
     except Exception as exc:
         if len(measures) == 1:
-            return key_of, {}, None, sql, {"rows": exc}
+            measured.errors.update(dict.fromkeys(measures, exc))
+            return
         first = exc
-    values, errors = {}, {}
     for key, expression in measures.items():  # the table itself first: if it fails, all do
-        if errors.get("rows") is not None:
-            errors[key] = errors["rows"]
+        if measured.errors.get("rows") is not None:
+            measured.errors[key] = measured.errors["rows"]
             continue
+        alone = sa.select(expression.label("m"), sa.func.count().label("n")).select_from(scope.table)
         try:
-            with read_only(engine, timeout_seconds) as connection:
-                values[key] = connection.execute(sa.select(expression).select_from(scope.table)).scalar()
+            measured.values[key] = session.run(lambda connection: connection.execute(alone).one().m)
         except Exception as exc:  # noqa: PERF203 - each measure on its own, by design
-            errors[key] = exc if key != "rows" else first
-    rows = values.get("rows")
-    return key_of, values, int(rows) if rows is not None else None, sql, errors
+            measured.errors[key] = exc if key != "rows" else first
 
 
 def _last_sql(connection: sa.Connection) -> str | None:
     return connection.info.pop(LAST_SQL, None)
 
 
-def _add_samples(check: CheckPlan, result: CheckResult, scope: Scope, engine: sa.Engine, timeout_seconds: float,
+def _count_of(result: CheckResult) -> int | None:
+    count = result.details.get("count", result.observed)
+    return int(count) if isinstance(count, (int, float)) and not isinstance(count, bool) else None
+
+
+def _add_samples(failing: list[tuple[CheckPlan, CheckResult]], scope: Scope, session: Session,
                  error_text: Any) -> None:
-    """Only after a failure: a few offending values, never of a classified column. Samples are a
-    courtesy: whatever goes wrong here never changes the verdict."""
-    kind = KINDS[check.kind]
+    """Only after a failure: a few offending values, never of a classified column, for every failing
+    clause of the table in at most two statements: one scan that reads all the offending rows of the
+    clauses that have few, and one row of bounded subqueries for the others (the first rows each
+    meets, a kind's own sample query). Samples are a courtesy: whatever goes wrong here never changes
+    the verdict."""
+    rare: list[tuple[CheckPlan, CheckResult]] = []
+    bounded: list[tuple[CheckPlan, CheckResult, sa.Select]] = []
+    for check, result in failing:
+        kind = KINDS[check.kind]
+        try:
+            columns = kind.sample_columns(check)
+            if not columns or (kind.samples is None and kind.violation is None):
+                continue
+            if any((scope.obj.column(c) is not None and scope.obj.column(c).classified) for c in columns):
+                result.details["samples_withheld"] = "the column is classified; sample values are never fetched"
+                continue
+            count = _count_of(result)
+            if kind.violation is not None and count is not None and count <= RARE_ROWS:
+                rare.append((check, result))
+            elif kind.violation is not None:
+                column = scope.table.c[check.params["column"]]
+                bounded.append((check, result, sa.select(column).where(kind.violation(check, scope))
+                                .limit(SAMPLE_SCAN)))
+            else:
+                statement = kind.samples(check, scope, SAMPLE_LIMIT)
+                if statement is not None:
+                    bounded.append((check, result, statement))
+        except Exception as exc:  # noqa: BLE001
+            result.details["samples_error"] = error_text(check, exc)
+    if rare:
+        _rare_samples(rare, scope, session, error_text)
+    if bounded:
+        _bounded_samples(bounded, scope, session, error_text)
+
+
+def _keep(values: Iterable[Any]) -> list[Any]:
+    """Up to SAMPLE_LIMIT distinct values, smallest first (NULL last), as JSON values."""
+    seen = {(tuple(v) if isinstance(v, (list, tuple)) else v) for v in values}
+    ordered = sorted(seen, key=lambda v: (v is None, v))[:SAMPLE_LIMIT]
+    return [[_jsonable(x) for x in v] if isinstance(v, tuple) else _jsonable(v) for v in ordered]
+
+
+def _rare_samples(rare: list[tuple[CheckPlan, CheckResult]], scope: Scope, session: Session,
+                  error_text: Any) -> None:
+    """`SELECT <violation flag, value> per clause FROM t WHERE <any violation>`: one scan, and no more
+    rows than the clauses' offending rows (each at most RARE_ROWS)."""
+    violations = [KINDS[c.kind].violation(c, scope) for c, _ in rare]
+    columns = []
+    for i, ((check, _), violation) in enumerate(zip(rare, violations)):
+        columns += [sa.case((violation, True), else_=False).label(f"f{i}"),
+                    scope.table.c[check.params["column"]].label(f"v{i}")]
+    statement = sa.select(*columns).where(sa.or_(*violations))
     try:
-        columns = kind.sample_columns(check)
-        if not columns or kind.samples is None:
+        rows = session.run(lambda connection: connection.execute(statement).fetchall())
+    except Exception as exc:  # each clause alone, so only the one at fault says so
+        if isinstance(exc, _TRANSIENT):
+            for check, result in rare:
+                result.details["samples_error"] = error_text(check, exc)
             return
-        if any((scope.obj.column(c) is not None and scope.obj.column(c).classified) for c in columns):
-            result.details["samples_withheld"] = "the column is classified; sample values are never fetched"
-            return
-        statement = kind.samples(check, scope, SAMPLE_LIMIT)
-        if statement is None:
-            return
-        with read_only(engine, timeout_seconds) as connection:
-            rows = connection.execute(statement).fetchall()
-        result.samples = [_jsonable(r[0]) if len(r) == 1 else [_jsonable(v) for v in r] for r in rows]
-    except Exception as exc:
-        result.details["samples_error"] = error_text(check, exc)
+        _bounded_samples([(c, r, KINDS[c.kind].samples(c, scope, SAMPLE_LIMIT)) for c, r in rare], scope,
+                         session, error_text, together=False)
+        return
+    for i, (_, result) in enumerate(rare):
+        result.samples = _keep(row[2 * i + 1] for row in rows if row[2 * i])
+
+
+def _bounded_samples(bounded: list[tuple[CheckPlan, CheckResult, sa.Select]], scope: Scope, session: Session,
+                     error_text: Any, *, together: bool = True) -> None:
+    """One row: per clause, its sample query as an array subquery; a query of several columns (a
+    compound key) runs on its own. If the row fails, each clause alone."""
+    arrays, alone = [], []
+    for check, result, statement in bounded:
+        if together and len(statement.selected_columns) == 1:
+            inner = statement.subquery()
+            arrays.append((check, result, statement, sa.select(sa.func.array_agg(list(inner.c)[0]))
+                           .scalar_subquery()))
+        else:
+            alone.append((check, result, statement))
+    if arrays:
+        row_of = sa.select(*(a.label(f"s{i}") for i, (*_, a) in enumerate(arrays)))
+        try:
+            row = session.run(lambda connection: connection.execute(row_of).one())
+        except Exception as exc:
+            if isinstance(exc, _TRANSIENT):
+                for check, result, *_ in arrays:
+                    result.details["samples_error"] = error_text(check, exc)
+                arrays = []
+            else:
+                alone += [(c, r, st) for c, r, st, _ in arrays]
+                arrays = []
+        for i, (check, result, statement, _) in enumerate(arrays):
+            value = row[i]
+            if value is None:
+                result.samples = []
+            elif isinstance(value, (list, tuple)):
+                result.samples = _keep(value)
+            else:  # an array of a type the driver returns as text: that clause's query alone
+                alone.append((check, result, statement))
+    for check, result, statement in alone:
+        try:
+            rows = session.run(lambda connection, s=statement: connection.execute(s).fetchmany(SAMPLE_SCAN))
+            result.samples = _keep(r[0] if len(r) == 1 else tuple(r) for r in rows)
+        except Exception as exc:  # noqa: PERF203 - each clause on its own, by design
+            result.details["samples_error"] = error_text(check, exc)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import duckdb
 import pytest
 import sqlalchemy as sa
 
@@ -44,6 +45,37 @@ def test_duckdb_engine_is_read_only(tmp_path):
         assert c.exec_driver_sql("SELECT COUNT(*) FROM t").scalar() == 0
         with pytest.raises(Exception, match="read-only"):
             c.exec_driver_sql("INSERT INTO t VALUES (1)")
+
+
+DUCKDB_BOUNDS = [
+    # (the operator's variables, memory_limit DuckDB reports, threads it reports or None for its default)
+    ({}, "953.6 MiB", None),
+    ({"DQ_CONTRACTS_LOCAL_MEMORY_LIMIT": "256MB", "DQ_CONTRACTS_LOCAL_THREADS": "1"}, "244.1 MiB", 1),
+]
+
+
+@pytest.mark.parametrize("environ,memory,threads", DUCKDB_BOUNDS)
+@pytest.mark.parametrize("server", [
+    {"server": "local", "type": "duckdb", "database": "wh.duckdb"},
+    {"server": "local", "type": "local", "format": "csv", "path": "data/*.csv"},
+])
+def test_duckdb_check_sessions_are_bounded(tmp_path, server, environ, memory, threads):
+    """A check session has a memory limit and a spill folder of its own (DuckDB's default would be
+    80 % of the host's memory per session), whatever the contract's SQL says afterwards."""
+    if server["type"] == "duckdb":
+        duckdb.connect(str(tmp_path / "wh.duckdb")).close()
+    spill = tmp_path / "spill"
+    engine = engine_for(connection_for(server, {**environ, "DQ_CONTRACTS_LOCAL_TEMP_DIRECTORY": str(spill)},
+                                       str(tmp_path)))
+    with engine.connect() as c:
+        got = c.exec_driver_sql("SELECT current_setting('memory_limit'), current_setting('temp_directory'), "
+                                "current_setting('threads')").one()
+        with pytest.raises(Exception, match="locked"):
+            c.exec_driver_sql("SET memory_limit = '100GB'")
+    engine.dispose()
+    assert got[0] == memory and got[1] == str(spill)
+    if threads is not None:
+        assert got[2] == threads
 
 
 def test_scrub_hides_url_passwords_and_known_secrets():

@@ -203,7 +203,9 @@ def test_a_server_stopped_in_the_middle_of_a_run(cluster, warehouse, tmp_path, m
     job = defs.resolve_job_def("mid__checks")
     expected = {(s.asset_key.to_user_string(), s.name) for c in defs.asset_checks for s in c.check_specs}
 
-    # stop the server right after the first data query of the run
+    # stop the server as the first data query of the run is sent (the object's connection and its
+    # read-only transaction are open by then); a result received before the server went away would
+    # be a true measurement
     seen = []
 
     def stop_after_first(conn, cursor, statement, *args):
@@ -211,12 +213,12 @@ def test_a_server_stopped_in_the_middle_of_a_run(cluster, warehouse, tmp_path, m
             seen.append(statement)
             cluster.stop("immediate")
 
-    sa.event.listen(sa.engine.Engine, "after_cursor_execute", stop_after_first)
+    sa.event.listen(sa.engine.Engine, "before_cursor_execute", stop_after_first)
     try:
         instance = dg.DagsterInstance.ephemeral()
         result = job.execute_in_process(instance=instance, raise_on_error=False)
     finally:
-        sa.event.remove(sa.engine.Engine, "after_cursor_execute", stop_after_first)
+        sa.event.remove(sa.engine.Engine, "before_cursor_execute", stop_after_first)
         cluster.restart()
     evaluations = {(e.asset_key.to_user_string(), e.check_name): e for e in result.get_asset_check_evaluations()}
     assert set(evaluations) == expected  # every selected check recorded

@@ -251,7 +251,7 @@ def test_the_failing_rows_query_of_a_range_returns_exactly_the_offending_rows(tm
     assert sorted((order_id, float(amount)) for order_id, amount in got) == [(7, -5.0), (19, -0.01), (88, -100.0)]
     # the one scan that measured it is kept apart, for a debug log
     assert " AS m0" in result.aggregate_sql and " AS m0" not in result.sql
-    assert result.to_json()["aggregate_sql"] == result.aggregate_sql and result.to_json()["sql"] == result.sql
+    assert "aggregate_sql" not in result.to_json() and result.to_json()["sql"] == result.sql  # once per object
 
 
 BAD_ORDERS = (
