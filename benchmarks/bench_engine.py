@@ -313,7 +313,10 @@ class Ours:
     def __init__(self, spec: dict, capture: Capture) -> None:
         self.plan, self.obj = load_plan(Path(spec["contract"]))
         self.now = dt.datetime.fromisoformat(spec["now"])
-        self.connection = connection_for(self.plan.servers[0], spec["environ"], str(Path(spec["contract"]).parent))
+        # the operator's environment as the product reads it (DQ_CONTRACTS_BENCH_MEMORY_LIMIT and the like),
+        # with the endpoint of the throwaway cluster
+        environ = {**os.environ, **spec["environ"]}
+        self.connection = connection_for(self.plan.servers[0], environ, str(Path(spec["contract"]).parent))
         self.capture, self.engine = capture, None
         self.connect()
         self.results: list = []
@@ -438,7 +441,8 @@ def worker(method: str, spec: dict) -> None:
 
     capture = Capture()
     subject = METHODS[method](spec, capture)
-    reply(ready=True, rss_kb=current_rss_kb())
+    connection = getattr(subject, "connection", None)
+    reply(ready=True, rss_kb=current_rss_kb(), duckdb=list(getattr(connection, "duckdb", ())))
     for line in sys.stdin:
         command = line.split()
         if command == ["run"]:
@@ -490,7 +494,8 @@ class Worker:
         self.method = method
         self.process = subprocess.Popen([sys.executable, __file__, "--worker", method, "--spec", json.dumps(spec)],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
-        self.baseline_kb = self.ask(None)["rss_kb"]
+        ready = self.ask(None)
+        self.baseline_kb, self.duckdb_settings = ready["rss_kb"], ready["duckdb"]
 
     def ask(self, command: str | None) -> dict:
         if command is not None:
@@ -680,6 +685,8 @@ def measure_table(engine: str, table: dict, args: argparse.Namespace, pg: Postgr
     problems = verify(ours, reports["naive"]["measures"], reports["floor"]["measures"])
     print(f"\n## {engine}, {table['rows']:,} rows, {table['name']} table")
     print("load average (1, 5, 15 min): " + ", ".join(f"{x:.1f}" for x in os.getloadavg()))
+    if workers["ours"].duckdb_settings:
+        print("ours' DuckDB session: " + ", ".join(f"{k} {v}" for k, v in workers["ours"].duckdb_settings))
     print("medians s: " + ", ".join(f"{m} {s:.3f}" for m, s in medians.items()))
     failed = [(n, r) for n, r in ours.items() if not r["passed"]]
     print(f"checks failed by ours: {len(failed)} of {len(ours)}")
