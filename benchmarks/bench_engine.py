@@ -13,9 +13,10 @@ every clause passes, and a failing one where 13 of the 20 clauses fail, with com
 of rows) and rare ones (a handful of rows spread through the table, one of them the last row).
 PostgreSQL (a throwaway cluster on 127.0.0.1) gets the very same rows, copied from the DuckDB table.
 
-Every method runs in a process of its own, started once per table and kept waiting between runs (but
-datacontract-cli, a new process per run, as it is used), so
-its peak RSS (ru_maxrss) is its own; all of them import the same modules, so the peaks compare the
+Every method runs in a process of its own, started once per table and kept waiting between runs
+(datacontract-cli: a new process per run, as it is used), so its peak RSS is its own: Linux's VmHWM,
+else ru_maxrss (see `peak_rss_kb`); the tables are made by a process of their own, so the parent
+that starts the workers stays small. All workers import the same modules, so the peaks compare the
 work, not the imports. Runs alternate between methods in a rotating order after one untimed warm-up
 round, and the medians are reported, since a shared machine drifts. Between runs a method keeps its
 connection (ours and naive their engine's pool), as the runs of one process would.
@@ -174,6 +175,22 @@ def generate_sql(rows: int, state: str, now: dt.datetime) -> str:
         for name, clean, broken in COLUMNS)
     source = STATES[state]["repeat"].format(**values)
     return f"SELECT\n  {selected}\nFROM (SELECT range AS i, {source} AS s FROM range(1, {rows + 1}))"
+
+
+def prepare(path: Path, rows: int, state: str, now: dt.datetime, csv: bool) -> None:
+    """The table (and its rows as CSV, for PostgreSQL) made by a process of its own: every worker
+    starts from this process's memory (see `peak_rss_kb`), which must stay that of its imports."""
+    subprocess.run([sys.executable, __file__, "--prepare", json.dumps(
+        {"path": str(path), "rows": rows, "state": state, "now": now.isoformat(), "csv": csv})], check=True)
+
+
+def prepare_child(spec: dict) -> None:
+    path = Path(spec["path"])
+    generate_duckdb(path, spec["rows"], spec["state"], dt.datetime.fromisoformat(spec["now"]).replace(tzinfo=None))
+    if spec["csv"]:
+        with contextlib.closing(duckdb.connect(str(path), read_only=True)) as con:
+            # NULL unquoted and '' as "", as PostgreSQL's COPY reads CSV too
+            con.execute(f"COPY orders TO '{path.with_suffix('.csv')}' (HEADER false)")
 
 
 def generate_duckdb(path: Path, rows: int, state: str, now: dt.datetime) -> None:
@@ -420,6 +437,17 @@ def json_value(value: Any) -> Any:
     return float(value) if hasattr(value, "__float__") else str(value)
 
 
+def peak_rss_kb() -> int:
+    """This process's own peak resident size. ru_maxrss is not that on Linux: a child starts from the
+    peak its parent had when it forked (exec keeps it), so Linux's VmHWM (the peak of this program's
+    memory alone) comes first, ru_maxrss where there is none."""
+    try:
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
 def current_rss_kb() -> int:
     """Resident set size now (Linux's /proc), else the peak so far: the worker's baseline before its
     first run, since the peak of start-up (imports, contract loading) could hide a small run's."""
@@ -462,7 +490,7 @@ def worker(method: str, spec: dict) -> None:
         elif command == ["explain"]:
             reply(plans=explain(spec, capture))
         elif command == ["report"]:
-            reply(measures=subject.measures(), rss_kb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+            reply(measures=subject.measures(), rss_kb=peak_rss_kb())
             return
         else:
             raise ValueError(f"unknown command {line!r}")
@@ -588,10 +616,9 @@ class Postgres:
             return cursor.fetchall() if cursor.description else []
 
     def load(self, duckdb_file: Path, schema: str) -> None:
-        """The DuckDB table's rows as CSV into a table of the contract's types, then VACUUM ANALYZE."""
+        """The DuckDB table's rows (as CSV, written by `prepare`) into a table of the contract's types,
+        then VACUUM ANALYZE."""
         csv = duckdb_file.with_suffix(".csv")
-        with contextlib.closing(duckdb.connect(str(duckdb_file), read_only=True)) as con:
-            con.execute(f"COPY orders TO '{csv}' (HEADER false)")  # NULL unquoted, '' as "" : COPY's CSV too
         columns = ", ".join(f"{p['name']} {p['physicalType']}" for p in PROPERTIES)
         with contextlib.closing(psycopg2.connect(self.dsn + f" dbname={PG_DATABASE}")) as db:
             db.autocommit = True
@@ -787,9 +814,13 @@ def main() -> None:
                         "floor's statements that read the table")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--spec", help=argparse.SUPPRESS)
+    parser.add_argument("--prepare", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker(args.worker, json.loads(args.spec))
+        return
+    if args.prepare:
+        prepare_child(json.loads(args.prepare))
         return
 
     # stopped with SIGTERM, still stop the cluster and remove the tables (the `finally` below)
@@ -812,7 +843,7 @@ def main() -> None:
                     table = {"name": state, "rows": rows, "file": f"orders_{rows}_{state}.duckdb",
                              "now": now.isoformat(), "schema": None}
                     started = time.perf_counter()
-                    generate_duckdb(folder / table["file"], rows, state, now.replace(tzinfo=None))
+                    prepare(folder / table["file"], rows, state, now, csv="postgres" in args.engines)
                     print(f"\n{rows:,} rows, {state}: generated in {time.perf_counter() - started:.1f} s", flush=True)
                     for engine in args.engines:
                         if engine == "postgres":
