@@ -1,48 +1,75 @@
-"""Run one contract's checks against a generated DuckDB `orders` table, three ways.
+"""The 20-check `orders` contract on DuckDB and PostgreSQL, clean and failing, four ways.
 
-* engine: `dq_contracts.runner.run_object` (one aggregate scan + one query per compound key + schema);
-* naive:  one query per check, built from the same plan with the kinds table's measures (`dq_contracts.kinds`);
-* floor:  hand-written SQL an expert would run: one aggregate, the compound-key query, one
-          information_schema query for the schema check.
+* ours:  `dq_contracts.runner.run_object` on an engine from `dq_contracts.connections.engine_for`,
+         the server read from the contract by `connection_for`, as the product runs it;
+* floor: the SQL an expert would write by hand: one aggregate of every count-style measure, the
+         compound-key query and one catalog query, on one connection kept open (autocommit);
+* naive: one query per check, built from the same plan with the kinds table's measures;
+* datacontract-cli (optional): `datacontract test` on an equivalent contract, when the environment
+         variable DQ_BENCH_DATACONTRACT_VENV names a virtual environment that has it installed.
 
-Each size runs in a fresh subprocess so its peak RSS (ru_maxrss) belongs to that size alone; RSS is
-read right after two engine runs, before the naive and floor runs touch anything. The three methods
-are then timed in alternation (see `interleaved_medians`), since a shared 2-core machine drifts.
+Each table is generated in SQL from one table of column expressions (`COLUMNS`): a clean one where
+every clause passes, and a failing one where 13 of the 20 clauses fail, with common violations (~1 %
+of rows) and rare ones (a handful of rows spread through the table, one of them the last row).
+PostgreSQL (a throwaway cluster on 127.0.0.1) gets the very same rows, copied from the DuckDB table.
 
-    python benchmarks/bench_engine.py [--sizes 1000000 5000000] [--repeats 5]
+Every method runs in a process of its own, started once per table and kept waiting between runs
+(datacontract-cli: a new process per run, as it is used), so its peak RSS is its own: Linux's VmHWM,
+else ru_maxrss (see `peak_rss_kb`); the tables are made by a process of their own, so the parent
+that starts the workers stays small. All workers import the same modules, so the peaks compare the
+work, not the imports. Runs alternate between methods in a rotating order after one untimed warm-up
+round, and the medians are reported, since a shared machine drifts. Between runs a method keeps its
+connection (ours and naive their engine's pool), as the runs of one process would.
+
+Statements per run are counted on two more runs of each method: one on the kept connection, one on a
+new engine (or connection), which is what one run of the product makes. On PostgreSQL they are what
+the server received (pg_stat_statements, reset before the run and read from another database than
+the run's, so BEGIN, SET, ROLLBACK and pre-pings count); on DuckDB they are SQLAlchemy's
+`before_cursor_execute` events plus pre-pings (statements sent on the DBAPI connection itself, such
+as a connect event's SETs or the dialect's first-connect queries, are not seen there).
+
+Ours, naive and floor must agree on every measure (and both engines' floors on the same rows); the
+failing checks and every statement ours sends are printed. Peak RSS is the client process's; a
+PostgreSQL server's own memory is not in it.
+
+    .venv/bin/python benchmarks/bench_engine.py                       # 1M and 5M rows, both engines
+    .venv/bin/python benchmarks/bench_engine.py --sizes 200000 --engines duckdb --repeats 3
+    .venv/bin/python benchmarks/bench_engine.py --sizes 5000000 --engines postgres --explain
+
+Run it from the repository root with the package installed (`pip install -e .`); PostgreSQL needs its
+server binaries (initdb, pg_ctl) on this machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
+import re
 import resource
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import tracemalloc
 from pathlib import Path
+from typing import Any, Callable
 
 import duckdb
+import psycopg2
 import sqlalchemy as sa
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository: its test cluster helper
+from dq_contracts.connections import connection_for, engine_for  # noqa: E402
 from dq_contracts.core import load_contracts
+from dq_contracts.kinds import KINDS, Scope, uses_aggregate
 from dq_contracts.plans import percent_of
 from dq_contracts.runner import run_object
-from dq_contracts.kinds import KINDS, Scope, uses_aggregate
 from dq_contracts.sql import compound_duplicates, table_for
-
-
-def measure_for(obj, check, table: sa.TableClause, dialect: str, now: dt.datetime):
-    """(key, expression) of the aggregate column the engine would use for this check, or None."""
-    if not uses_aggregate(check):
-        return None
-    return KINDS[check.kind].measure(check, Scope(obj, table, dialect, None, None, now))
 
 STATUSES = ["placed", "paid", "shipped", "delivered", "cancelled"]
 EMAIL_PATTERN = r"^[^@[:space:]]+@[^@[:space:]]+\.[^@[:space:]]+$"  # what `format: email` compiles to
@@ -83,10 +110,108 @@ CONTRACT = {
     }],
     "slaProperties": [{"property": "latency", "value": 1, "unit": "d", "element": "orders.created_at"}],
 }
+PROPERTIES = CONTRACT["schema"][0]["properties"]
 
-# The floor: every count-style measure of the contract in one scan, written by hand. `status NOT IN`
-# once, though the contract states it twice (enum and invalidValues).
-FLOOR_AGGREGATE = f"""
+
+def contract_for(engine: str, table: dict) -> dict:
+    """The contract unchanged but for its server entry: the DuckDB file, or the PostgreSQL schema."""
+    server = ({"server": "bench", "type": "duckdb", "database": table["file"]} if engine == "duckdb" else
+              {"server": "bench", "type": "postgres", "host": "127.0.0.1", "port": table["port"],
+               "database": PG_DATABASE, "schema": table["schema"]})
+    return {**CONTRACT, "servers": [server]}
+
+
+# --- the data -------------------------------------------------------------------------------------
+# DuckDB SQL over `i` (1..n, the row) and `s` (the row whose customer and moment it takes: i - 1 for
+# the rows that repeat their predecessor's (customer_id, created_at), else i). Every value is a
+# function of the row number, so a table is the same whenever and wherever it is generated.
+# {x} stands for `i IN (...)`: a handful of rows spread through the table, one of them the last.
+
+RARE = {"null_id": 2, "dup_id": 5, "null_customer": 3, "negative_total": 5, "short_currency": 4, "repeat": 5}
+
+
+def rare_rows(rows: int) -> dict[str, str]:
+    """`i IN (...)` per rare violation; each its own rows (offset by its place in RARE)."""
+    out = {}
+    for offset, (name, count) in enumerate(RARE.items()):
+        spread = [rows * j // count + offset + 2 for j in range(count - 1)] + [rows - offset]
+        out[name] = f"i IN ({', '.join(str(max(min(r, rows), 2)) for r in spread)})"
+    return out
+
+
+_CUSTOMER = "1 + (s * 7919) % {customers}"
+_MOMENT = "TIMESTAMP '{now}' - to_microseconds(({rows} - s) * {step} + {stale})"
+# (column, clean expression, failing expression); the failing table breaks 13 of the 20 clauses
+COLUMNS = [
+    ("order_id", "i", "CASE WHEN {null_id} THEN NULL WHEN {dup_id} THEN i - 1 ELSE i END"),  # not null, key
+    ("order_number", "'ORD-' || lpad(i::VARCHAR, 10, '0')",
+     "'ORD-' || lpad((CASE WHEN i % 100 = 42 THEN i - 1 ELSE i END)::VARCHAR, 10, '0')"),  # unique: 1 %
+    ("customer_id", _CUSTOMER,
+     f"CASE WHEN {{null_customer}} THEN NULL WHEN i % 97 = 3 THEN 0 ELSE {_CUSTOMER} END"),  # not null, min
+    ("status", "{statuses}[1 + i % 5]", "CASE WHEN i % 101 = 7 THEN 'unknown' ELSE {statuses}[1 + i % 5] END"),
+    ("order_total", "CASE WHEN i % 200 = 0 THEN NULL ELSE (s * 104729) % 100000 / 100 END",  # 0.5 % NULL passes
+     "CASE WHEN i % 200 = 0 THEN NULL WHEN {negative_total} THEN -1 ELSE (s * 104729) % 100000 / 100 END"),
+    ("currency", "['EUR', 'USD', 'GBP', 'CHF'][1 + i % 4]",
+     "CASE WHEN {short_currency} THEN 'EU' WHEN i % 89 = 11 THEN 'eur' ELSE ['EUR', 'USD', 'GBP', 'CHF'][1 + i % 4] END"),
+    ("email", f"'customer' || ({_CUSTOMER}) || '@example.com'",
+     f"'customer' || ({_CUSTOMER}) || CASE WHEN i % 103 = 5 THEN '.example.com' ELSE '@example.com' END"),
+    ("discount_code", "CASE WHEN i % 10 < 8 THEN NULL WHEN i % 10 = 8 THEN '' ELSE 'SAVE10' END", None),  # 90 %
+    ("created_at", _MOMENT, None),  # failing: the whole table two days old (freshness), `stale` below
+]
+STATES = {  # what differs between the two tables besides the columns' failing expressions
+    "clean": {"repeat": "i", "stale": "0"},
+    "failing": {"repeat": "CASE WHEN {repeat} THEN i - 1 ELSE i END", "stale": str(2 * 86_400_000_000)},
+}
+
+
+def generate_sql(rows: int, state: str, now: dt.datetime) -> str:
+    failing = state == "failing"
+    values = {**rare_rows(rows), "rows": rows, "customers": max(rows // 10, 1), "now": f"{now:%Y-%m-%d %H:%M:%S}",
+              "step": 30 * 86_400_000_000 // rows, "statuses": "[" + ", ".join(f"'{s}'" for s in STATUSES) + "]",
+              "stale": STATES[state]["stale"]}
+    types = {p["name"]: p["physicalType"] for p in PROPERTIES}
+    selected = ",\n  ".join(
+        f"CAST({(broken if failing and broken else clean).format(**values)} AS {types[name]}) AS {name}"
+        for name, clean, broken in COLUMNS)
+    source = STATES[state]["repeat"].format(**values)
+    return f"SELECT\n  {selected}\nFROM (SELECT range AS i, {source} AS s FROM range(1, {rows + 1}))"
+
+
+def prepare(path: Path, rows: int, state: str, now: dt.datetime, csv: bool) -> None:
+    """The table (and its rows as CSV, for PostgreSQL) made by a process of its own: every worker
+    starts from this process's memory (see `peak_rss_kb`), which must stay that of its imports."""
+    subprocess.run([sys.executable, __file__, "--prepare", json.dumps(
+        {"path": str(path), "rows": rows, "state": state, "now": now.isoformat(), "csv": csv})], check=True)
+
+
+def prepare_child(spec: dict) -> None:
+    path = Path(spec["path"])
+    generate_duckdb(path, spec["rows"], spec["state"], dt.datetime.fromisoformat(spec["now"]).replace(tzinfo=None))
+    if spec["csv"]:
+        with contextlib.closing(duckdb.connect(str(path), read_only=True)) as con:
+            # NULL unquoted and '' as "", as PostgreSQL's COPY reads CSV too
+            con.execute(f"COPY orders TO '{path.with_suffix('.csv')}' (HEADER false)")
+
+
+def generate_duckdb(path: Path, rows: int, state: str, now: dt.datetime) -> None:
+    """All in DuckDB SQL: building rows in Python would take longer than the checks at 5M rows."""
+    columns = ", ".join(f"{p['name']} {p['physicalType']}" for p in PROPERTIES)
+    with contextlib.closing(duckdb.connect(str(path))) as con:
+        con.execute(f"CREATE TABLE orders ({columns})")
+        con.execute(f"INSERT INTO orders {generate_sql(rows, state, now)}")
+        con.execute("CHECKPOINT")
+
+
+# --- the floor ------------------------------------------------------------------------------------
+# Every count-style measure in one scan, written by hand; `status NOT IN` once though the contract
+# states it twice (enum and invalidValues). The regex operator is each engine's own.
+REGEX = {"duckdb": "regexp_matches({column}, '{pattern}')", "postgres": "{column} ~ '{pattern}'"}
+
+
+def floor_aggregate(engine: str, table: str) -> str:
+    def matches(column: str, pattern: str) -> str:
+        return REGEX[engine].format(column=column, pattern=pattern)
+    return f"""
 SELECT
   count(*)                                                         AS rows,
   count(*) - count(order_id)                                       AS order_id_nulls,
@@ -100,70 +225,49 @@ SELECT
   count(*) FILTER (WHERE order_total > 100000)                     AS order_total_above,
   count(*) FILTER (WHERE length(currency) < 3)                     AS currency_short,
   count(*) FILTER (WHERE length(currency) > 3)                     AS currency_long,
-  count(*) FILTER (WHERE NOT regexp_matches(currency, '{CURRENCY_PATTERN}')) AS currency_pattern,
-  count(*) FILTER (WHERE NOT regexp_matches(email, '{EMAIL_PATTERN}'))       AS email_format,
+  count(*) FILTER (WHERE NOT {matches('currency', CURRENCY_PATTERN)}) AS currency_pattern,
+  count(*) FILTER (WHERE NOT {matches('email', EMAIL_PATTERN)})       AS email_format,
   count(*) FILTER (WHERE discount_code IS NULL OR discount_code IN ('', 'N/A')) AS discount_missing,
   count(*) - count(created_at)                                     AS created_at_nulls,
   max(created_at)                                                  AS newest
-FROM orders
+FROM {table}
 """
 
 
-def floor_as_checks(f) -> dict[str, int]:
+def floor_compound(table: str) -> str:
+    return f"""
+SELECT coalesce(sum(n - 1), 0) FROM (
+  SELECT customer_id, created_at, count(*) AS n FROM {table}
+  WHERE customer_id IS NOT NULL AND created_at IS NOT NULL
+  GROUP BY customer_id, created_at HAVING count(*) > 1) AS dup
+"""
+
+
+def floor_catalog(schema: str) -> str:
+    return ("SELECT column_name, data_type FROM information_schema.columns "
+            f"WHERE table_schema = '{schema}' AND table_name = 'orders'")
+
+
+def floor_as_checks(f: dict, compound: int, now: dt.datetime) -> dict[str, float]:
     """The floor's measures under the engine's check names, to prove both measured the same thing."""
+    newest = f["newest"].replace(tzinfo=dt.timezone.utc) if f["newest"] else None
     return {
-        "row_count": f.rows, "order_id__not_null": f.order_id_nulls,
-        "order_id__primary_key": f.order_id_nulls + f.order_id_dups, "order_number__unique": f.order_number_dups,
-        "customer_id__not_null": f.customer_id_nulls, "customer_id__minimum": f.customer_id_below,
-        "status__accepted_values": f.status_bad, "status__invalid_values": f.status_bad,
-        "order_total__minimum": f.order_total_below, "order_total__maximum": f.order_total_above,
-        "order_total__null_values": f.order_total_nulls, "currency__min_length": f.currency_short,
-        "currency__max_length": f.currency_long, "currency__pattern": f.currency_pattern,
-        "email__format": f.email_format, "discount_code__missing_values": f.discount_missing,
-        "created_at__not_null": f.created_at_nulls,
+        "row_count": f["rows"], "order_id__not_null": f["order_id_nulls"],
+        "order_id__primary_key": f["order_id_nulls"] + f["order_id_dups"],
+        "order_number__unique": f["order_number_dups"],
+        "customer_id__not_null": f["customer_id_nulls"], "customer_id__minimum": f["customer_id_below"],
+        "status__accepted_values": f["status_bad"], "status__invalid_values": f["status_bad"],
+        "order_total__minimum": f["order_total_below"], "order_total__maximum": f["order_total_above"],
+        "order_total__null_values": f["order_total_nulls"], "currency__min_length": f["currency_short"],
+        "currency__max_length": f["currency_long"], "currency__pattern": f["currency_pattern"],
+        "email__format": f["email_format"], "discount_code__missing_values": f["discount_missing"],
+        "created_at__not_null": f["created_at_nulls"],
+        "customer_id__created_at__duplicate_values": compound,
+        "created_at__freshness": (now - newest).total_seconds() if newest else None,
     }
 
 
-FLOOR_COMPOUND = """
-SELECT coalesce(sum(n - 1), 0) FROM (
-  SELECT customer_id, created_at, count(*) AS n FROM orders
-  WHERE customer_id IS NOT NULL AND created_at IS NOT NULL
-  GROUP BY customer_id, created_at HAVING count(*) > 1)
-"""
-FLOOR_SCHEMA = "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'orders'"
-
-
-def generate(path: Path, rows: int, now: dt.datetime) -> None:
-    """All in DuckDB SQL: Python-side row building would dominate the run at 5M rows."""
-    statuses = "[" + ", ".join(f"'{s}'" for s in STATUSES) + "]"
-    con = duckdb.connect(str(path))
-    try:
-        con.execute(f"""
-            CREATE TABLE orders AS
-            SELECT
-              i AS order_id,
-              'ORD-' || lpad(i::VARCHAR, 10, '0') AS order_number,
-              c AS customer_id,
-              {statuses}[1 + (random() * 5)::INT % 5] AS status,
-              CASE WHEN random() < 0.005 THEN NULL
-                   ELSE (random() * 1000)::DECIMAL(12,2) END AS order_total,
-              ['EUR', 'USD', 'GBP', 'CHF'][1 + (random() * 4)::INT % 4] AS currency,
-              'customer' || c || '@example.com' AS email,
-              CASE WHEN random() < 0.8 THEN NULL WHEN random() < 0.5 THEN '' ELSE 'SAVE10' END AS discount_code,
-              -- microsecond spread over 30 days: (customer_id, created_at) is unique in practice
-              TIMESTAMP '{now:%Y-%m-%d %H:%M:%S}' - to_microseconds((random() * 30 * 86400e6)::BIGINT) AS created_at
-            FROM (SELECT range AS i, 1 + (random() * {max(rows // 10, 1)})::BIGINT AS c FROM range(1, {rows} + 1))
-        """)
-        con.execute("CHECKPOINT")
-    finally:
-        con.close()
-
-
-def write_contract(folder: Path) -> Path:
-    path = folder / "orders.odcs.yaml"
-    path.write_text(yaml.safe_dump(CONTRACT, sort_keys=False))
-    return path
-
+# --- the methods, each run in a worker process of its own -----------------------------------------
 
 def load_plan(path: Path):
     result = load_contracts([path])
@@ -172,13 +276,305 @@ def load_plan(path: Path):
     return plan, plan.objects[0]
 
 
-def plan_table(obj) -> sa.TableClause:
+def plan_table(obj, schema: str | None) -> sa.TableClause:
     columns = sorted({c for check in obj.checks if check.kind != "schema"
                       for c in [check.params.get("column"), *(check.params.get("columns") or [])] if c})
-    return table_for(obj.physical_name, None, columns)
+    return table_for(obj.physical_name, schema, columns)
 
 
-def interleaved_medians(runs: dict, repeats: int) -> dict[str, float]:
+def measure_for(obj, check, table: sa.TableClause, dialect: str, now: dt.datetime):
+    """(key, expression) of the aggregate column the engine would use for this check, or None."""
+    if not uses_aggregate(check):
+        return None
+    return KINDS[check.kind].measure(check, Scope(obj, table, dialect, None, None, now))
+
+
+class Capture:
+    """The statements one run sends, each with its start time: SQLAlchemy's cursor events, and the
+    pool's pre-pings (sent on the DBAPI cursor directly, so no event sees them)."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, Any, float]] = []
+        self.on = False
+
+    def record(self, statement: str, parameters: Any = None) -> None:
+        if self.on:
+            self.sent.append((statement, parameters, time.perf_counter()))
+
+    def attach(self, engine: sa.Engine) -> None:
+        sa.event.listen(engine, "before_cursor_execute",
+                        lambda conn, cursor, statement, parameters, *rest: self.record(statement, parameters))
+        ping = engine.dialect.do_ping
+
+        def counted_ping(dbapi_connection):
+            self.record("(pool pre-ping)")
+            return ping(dbapi_connection)
+
+        engine.dialect.do_ping = counted_ping  # type: ignore[method-assign]
+
+    def grouped(self, end: float) -> list[tuple[str, int, float]]:
+        """(statement, times sent, wall seconds): a statement's time runs to the next one's start
+        (or the run's end), so fetching a lazily executed result counts for the statement."""
+        groups: dict[str, list] = {}
+        for i, (statement, _, started) in enumerate(self.sent):
+            finished = self.sent[i + 1][2] if i + 1 < len(self.sent) else end
+            entry = groups.setdefault(" ".join(statement.split()), [0, 0.0])
+            entry[0] += 1
+            entry[1] += finished - started
+        return sorted(((s, n, t) for s, (n, t) in groups.items()), key=lambda g: -g[2])
+
+
+class Ours:
+    """The product's path: server from the contract, endpoint from the environment, its engine."""
+
+    def __init__(self, spec: dict, capture: Capture) -> None:
+        self.plan, self.obj = load_plan(Path(spec["contract"]))
+        self.now = dt.datetime.fromisoformat(spec["now"])
+        # the operator's environment as the product reads it (DQ_CONTRACTS_BENCH_MEMORY_LIMIT and the like),
+        # with the endpoint of the throwaway cluster
+        environ = {**os.environ, **spec["environ"]}
+        self.connection = connection_for(self.plan.servers[0], environ, str(Path(spec["contract"]).parent))
+        self.capture, self.engine = capture, None
+        self.connect()
+        self.results: list = []
+
+    def connect(self) -> None:
+        """A new engine, as each run of the product makes (the runs in between reuse its pool)."""
+        if self.engine is not None:
+            self.engine.dispose()
+        self.engine = engine_for(self.connection)
+        self.capture.attach(self.engine)
+
+    def run(self) -> None:
+        self.results = run_object(self.plan, self.obj, self.engine, now=self.now, schema=self.connection.schema,
+                                  secrets=self.connection.secrets, files=self.connection.files)
+
+    def measures(self) -> dict:
+        return {r.name: {"kind": r.kind, "passed": r.passed, "observed": json_value(r.observed),
+                         "count": json_value(r.details.get("count")), "error": r.error,
+                         "samples": len(r.samples)} for r in self.results}
+
+
+class Naive(Ours):
+    """One query per check on one connection: its own measure alone, or the engine's own query."""
+
+    def run(self) -> None:
+        schema, dialect = self.connection.schema, self.engine.dialect.name
+        table = plan_table(self.obj, schema)
+        out: dict[str, tuple[bool, Any]] = {}
+        with self.engine.connect() as connection:
+            for check in self.obj.checks:
+                if check.kind == "schema":  # the same metadata work as the engine
+                    sa.inspect(connection).get_columns(self.obj.physical_name, schema=schema)
+                    continue
+                found = measure_for(self.obj, check, table, dialect, self.now)
+                if found is None:
+                    assert check.kind in ("primary_key", "duplicate_values"), check.kind
+                    statement = compound_duplicates(table, check.params["columns"],
+                                                    count_nulls=check.kind == "primary_key")
+                    value = connection.execute(statement).scalar()
+                elif check.unit == "percent":
+                    count, rows = connection.execute(sa.select(found[1], sa.func.count()).select_from(table)).one()
+                    value = percent_of(count, rows)
+                else:
+                    value = connection.execute(sa.select(found[1]).select_from(table)).scalar()
+                value = float(value) if check.kind == "freshness" or isinstance(value, float) else (
+                    None if value is None else int(value))
+                out[check.name] = (check.passes(value), value)
+        self.results = out
+
+    def measures(self) -> dict:
+        return {name: {"passed": passed, "observed": value} for name, (passed, value) in self.results.items()}
+
+
+class Floor:
+    """The hand-written SQL on one DBAPI connection, kept between runs like ours' pool, in autocommit."""
+
+    def __init__(self, spec: dict, capture: Capture) -> None:
+        self.spec, self.capture, self.db = spec, capture, None
+        self.dialect, self.now = spec["engine"], dt.datetime.fromisoformat(spec["now"])
+        schema = spec.get("schema") or "main"
+        table = f'"{schema}".orders'
+        self.sql = [floor_aggregate(self.dialect, table), floor_compound(table), floor_catalog(schema)]
+        self.connect()
+        self.results: dict = {}
+
+    def connect(self) -> None:
+        if self.db is not None:
+            self.db.close()
+        if self.dialect == "duckdb":
+            self.db = duckdb.connect(self.spec["path"], read_only=True)
+        else:
+            self.db = psycopg2.connect(self.spec["dsn"])
+            self.db.autocommit = True
+
+    def query(self, sql: str) -> tuple[list[str], list[tuple]]:
+        self.capture.record(sql)
+        cursor = self.db.cursor()
+        cursor.execute(sql)
+        rows = cursor.fetchall()
+        names = [d[0] for d in cursor.description]
+        cursor.close()
+        return names, rows
+
+    def run(self) -> None:
+        names, rows = self.query(self.sql[0])
+        aggregate = dict(zip(names, rows[0]))
+        compound = self.query(self.sql[1])[1][0][0]
+        self.query(self.sql[2])
+        self.results = floor_as_checks(aggregate, int(compound), self.now)
+
+    def measures(self) -> dict:
+        return {name: json_value(v) for name, v in self.results.items()}
+
+
+METHODS: dict[str, Callable[[dict, Capture], Any]] = {"ours": Ours, "floor": Floor, "naive": Naive}
+
+
+def json_value(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    return float(value) if hasattr(value, "__float__") else str(value)
+
+
+def peak_rss_kb() -> int:
+    """This process's own peak resident size. ru_maxrss is not that on Linux: a child starts from the
+    peak its parent had when it forked (exec keeps it), so Linux's VmHWM (the peak of this program's
+    memory alone) comes first, ru_maxrss where there is none."""
+    try:
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def current_rss_kb() -> int:
+    """Resident set size now (Linux's /proc), else the peak so far: the worker's baseline before its
+    first run, since the peak of start-up (imports, contract loading) could hide a small run's."""
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def worker(method: str, spec: dict) -> None:
+    """One method's process: set up, then answer the parent's commands (one JSON line each) until
+    `report`. The protocol has stdout to itself; anything a library prints goes to stderr."""
+    protocol = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+
+    def reply(**fields: Any) -> None:
+        protocol.write(json.dumps(fields, default=str) + "\n")
+
+    capture = Capture()
+    subject = METHODS[method](spec, capture)
+    connection = getattr(subject, "connection", None)
+    reply(ready=True, rss_kb=current_rss_kb(), duckdb=list(getattr(connection, "duckdb", ())))
+    for line in sys.stdin:
+        command = line.split()
+        if command == ["run"]:
+            started = time.perf_counter()
+            subject.run()
+            reply(seconds=time.perf_counter() - started)
+        elif command[0] == "count":  # one run whose statements are recorded; `count new`: on a new connection
+            capture.sent.clear()
+            capture.on = True
+            started = time.perf_counter()
+            if command[1:] == ["new"]:
+                subject.connect()
+            subject.run()
+            end = time.perf_counter()
+            capture.on = False
+            reply(statements=capture.grouped(end), sent=len(capture.sent), seconds=end - started)
+        elif command == ["explain"]:
+            reply(plans=explain(spec, capture))
+        elif command == ["report"]:
+            reply(measures=subject.measures(), rss_kb=peak_rss_kb())
+            return
+        else:
+            raise ValueError(f"unknown command {line!r}")
+
+
+def explain(spec: dict, capture: Capture) -> list[tuple[str, str]]:
+    """PostgreSQL's EXPLAIN (not ANALYZE) of every statement of the counted run that reads the table."""
+    out = []
+    with contextlib.closing(psycopg2.connect(spec["dsn"])) as db, db.cursor() as cursor:
+        seen = set()
+        for statement, parameters, _ in capture.sent:
+            flat = " ".join(statement.split())
+            lowered = flat.lower()
+            if flat in seen or not lowered.startswith(("select", "with")) or "orders" not in lowered or any(
+                    catalog in lowered for catalog in ("information_schema", "pg_catalog")):
+                continue
+            seen.add(flat)
+            cursor.execute("EXPLAIN " + statement, parameters or None)
+            out.append((flat, "\n".join(r[0] for r in cursor.fetchall())))
+    return out
+
+
+# --- the parent: tables, workers, counts, verdicts, the report ------------------------------------
+
+class Worker:
+    """A method's process, driven one command at a time."""
+
+    def __init__(self, method: str, spec: dict) -> None:
+        self.method = method
+        self.process = subprocess.Popen([sys.executable, __file__, "--worker", method, "--spec", json.dumps(spec)],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        ready = self.ask(None)
+        self.baseline_kb, self.duckdb_settings = ready["rss_kb"], ready["duckdb"]
+
+    def ask(self, command: str | None) -> dict:
+        if command is not None:
+            self.process.stdin.write(command + "\n")
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the {self.method} worker died (its error is above)")
+        return json.loads(line)
+
+    def run(self) -> float:
+        return self.ask("run")["seconds"]
+
+    def finish(self) -> dict:
+        report = self.ask("report")
+        self.process.wait(timeout=60)
+        return report
+
+
+class DatacontractCli:
+    """`datacontract test` as a whole process per run, its peak RSS from wait4; the same contract
+    (ODCS as well), the same server, the same table."""
+
+    def __init__(self, venv: Path, contract: Path, env: dict) -> None:
+        self.output = contract.with_suffix(".result.json")
+        self.command = [str(venv / "bin" / "datacontract"), "test", str(contract),
+                        "--output", str(self.output), "--output-format", "json"]
+        self.env = {**os.environ, **env}
+        self.rss_kb = 0
+
+    def run(self) -> float:
+        started = time.perf_counter()
+        process = subprocess.Popen(self.command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=self.env)
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - started
+        self.rss_kb = max(self.rss_kb, usage.ru_maxrss)
+        return seconds
+
+    def outcome(self) -> str:
+        """Its checks by result, and the keys of those that did not pass."""
+        try:
+            checks = json.loads(self.output.read_text())["checks"]
+        except (OSError, ValueError, KeyError) as exc:
+            return f"no result file ({exc})"
+        results: dict[str, list[str]] = {}
+        for check in checks:
+            results.setdefault(check.get("result") or "?", []).append(check.get("key") or check.get("name"))
+        return ", ".join(f"{len(keys)} {result}" for result, keys in results.items()) + "".join(
+            f"\n  {result}: " + ", ".join(keys) for result, keys in results.items() if result != "passed")
+
+
+def interleaved_medians(runs: dict[str, Callable[[], float]], repeats: int) -> dict[str, float]:
     """Median seconds per method. Methods alternate within each round, in a rotating order, so drift
     and other load on the machine hit all of them alike; one untimed warm-up round first (DuckDB's
     buffer cache, SQLAlchemy's compiled cache, the connection pool)."""
@@ -188,206 +584,282 @@ def interleaved_medians(runs: dict, repeats: int) -> dict[str, float]:
     times: dict[str, list[float]] = {name: [] for name in names}
     for i in range(repeats):
         for name in names[i % len(names):] + names[:i % len(names)]:
-            started = time.perf_counter()
-            runs[name]()
-            times[name].append(time.perf_counter() - started)
+            times[name].append(runs[name]())
     return {name: statistics.median(values) for name, values in times.items()}
 
 
-def naive_run(obj, table: sa.TableClause, engine: sa.Engine, now: dt.datetime,
-              timings: dict[str, float] | None = None) -> dict[str, tuple[bool, object]]:
-    """One query per check: its own measure alone, or the same own query the engine runs."""
-    out: dict[str, tuple[bool, object]] = {}
-    dialect = engine.dialect.name
-    with engine.connect() as connection:
-        for check in obj.checks:
-            started = time.perf_counter()
-            if check.kind == "schema":
-                sa.inspect(connection).get_columns(obj.physical_name)  # same metadata work as the engine
-                if timings is not None:
-                    timings[check.name] = time.perf_counter() - started
-                continue
-            found = measure_for(obj, check, table, dialect, now)
-            if found is None:
-                assert check.kind in ("primary_key", "duplicate_values"), check.kind
-                statement = compound_duplicates(table, check.params["columns"],
-                                                count_nulls=check.kind == "primary_key")
-                value = connection.execute(statement).scalar()
-            elif check.unit == "percent":
-                count, rows = connection.execute(sa.select(found[1], sa.func.count()).select_from(table)).one()
-                value = percent_of(count, rows)
-            else:
-                value = connection.execute(sa.select(found[1]).select_from(table)).scalar()
-            if check.kind == "freshness":
-                value = float(value)  # the measure is already the age in seconds
-            elif value is not None and not isinstance(value, float):
-                value = int(value)
-            out[check.name] = (check.passes(value), value)
-            if timings is not None:
-                timings[check.name] = time.perf_counter() - started
-    return out
+PG_DATABASE = "bench"
 
 
-def floor_run(engine: sa.Engine) -> tuple:
-    with engine.connect() as connection:
-        aggregate = connection.exec_driver_sql(FLOOR_AGGREGATE).one()
-        compound = connection.exec_driver_sql(FLOOR_COMPOUND).scalar()
-        connection.exec_driver_sql(FLOOR_SCHEMA).fetchall()
-    return aggregate, compound
+class Postgres:
+    """The throwaway cluster: a database for the runs, and statement counts read from another one
+    (`postgres`), so the reset and the count are not among what they count."""
+
+    def __init__(self) -> None:
+        from dq_contracts_tests.pgcluster import PASSWORD, SUPERUSER, PgCluster  # only when PostgreSQL runs
+
+        self.cluster = PgCluster.start()
+        self.password = PASSWORD
+        self.dsn = f"host=127.0.0.1 port={self.cluster.port} user={SUPERUSER} password={PASSWORD}"
+        self.admin = psycopg2.connect(self.dsn + " dbname=postgres")
+        self.admin.autocommit = True
+        self.query(f"CREATE DATABASE {PG_DATABASE}")
+        self.counts = self.cluster.has_statement_stats
+        if self.counts:
+            self.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        settings = ("server_version", "shared_buffers", "work_mem", "max_parallel_workers_per_gather")
+        print("PostgreSQL: " + ", ".join(f"{name} {self.query(f'SHOW {name}')[0][0]}" for name in settings))
+
+    def query(self, sql: str) -> list[tuple]:
+        with self.admin.cursor() as cursor:
+            cursor.execute(sql)
+            return cursor.fetchall() if cursor.description else []
+
+    def load(self, duckdb_file: Path, schema: str) -> None:
+        """The DuckDB table's rows (as CSV, written by `prepare`) into a table of the contract's types,
+        then VACUUM ANALYZE."""
+        csv = duckdb_file.with_suffix(".csv")
+        columns = ", ".join(f"{p['name']} {p['physicalType']}" for p in PROPERTIES)
+        with contextlib.closing(psycopg2.connect(self.dsn + f" dbname={PG_DATABASE}")) as db:
+            db.autocommit = True
+            with db.cursor() as cursor, csv.open() as data:
+                cursor.execute(f'CREATE SCHEMA "{schema}"')
+                cursor.execute(f'CREATE TABLE "{schema}".orders ({columns})')
+                cursor.copy_expert(f'COPY "{schema}".orders FROM STDIN (FORMAT csv)', data)
+                cursor.execute(f'VACUUM ANALYZE "{schema}".orders')
+        csv.unlink()
+
+    def drop(self, schema: str) -> None:
+        with contextlib.closing(psycopg2.connect(self.dsn + f" dbname={PG_DATABASE}")) as db:
+            db.autocommit = True
+            with db.cursor() as cursor:
+                cursor.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+    def counted(self, run: Callable[[], Any]) -> tuple[Any, list[tuple[int, float, str]]]:
+        """What the server received from `run`: (calls, server ms, statement) in the run's database."""
+        if not self.counts:
+            return run(), []
+        self.query("SELECT pg_stat_statements_reset()")
+        out = run()
+        rows = self.query("SELECT calls, total_exec_time, query FROM pg_stat_statements "
+                          f"WHERE dbid = (SELECT oid FROM pg_database WHERE datname = '{PG_DATABASE}') "
+                          "ORDER BY total_exec_time DESC")
+        return out, [(int(c), float(ms), " ".join(q.split())) for c, ms, q in rows]
+
+    def destroy(self) -> None:
+        self.admin.close()
+        self.cluster.destroy()
 
 
-def statement_times(engine: sa.Engine, run) -> list[tuple[str, float]]:
-    """Wall time per statement of one run: from its start to the next statement's start (or the end),
-    so time spent fetching a lazily executed result is charged to the statement that produced it."""
-    starts: list[tuple[str, float]] = []
+def verify(ours: dict, naive: dict, floor: dict) -> list[str]:
+    """What ours, naive and floor disagree on: every check the naive run measured, every measure the floor has."""
+    def same(a: Any, b: Any, tolerance: float = 1e-9) -> bool:
+        return a is not None and b is not None and abs(float(a) - float(b)) <= tolerance
 
-    def before(conn, cursor, statement, *args):
-        starts.append((statement, time.perf_counter()))
-
-    sa.event.listen(engine, "before_cursor_execute", before)
-    try:
-        run()
-        end = time.perf_counter()
-    finally:
-        sa.event.remove(engine, "before_cursor_execute", before)
-    grouped: dict[str, float] = {}
-    for i, (statement, started) in enumerate(starts):
-        finished = starts[i + 1][1] if i + 1 < len(starts) else end
-        text = " ".join(statement.split())
-        lowered = text.lower()
-        metadata = ("information_schema", "duckdb_", "current_schema")
-        if any(word in lowered for word in metadata) or not lowered.startswith(("select", "with")):
-            label = "schema check (reflection/metadata)"
-        elif "group by" in lowered:
-            label = "compound key (GROUP BY)"
-        else:
-            label = "aggregate scan" if text.count("AS m") > 3 else text[:70]
-        grouped[label] = grouped.get(label, 0.0) + finished - started
-    return sorted(grouped.items(), key=lambda item: -item[1])
+    problems = []
+    for name, theirs in naive.items():
+        mine = ours[name]
+        if mine["passed"] != theirs["passed"] or not same(mine["observed"], theirs["observed"]):
+            problems.append(f"naive {name}: {theirs} vs ours {mine['passed']} {mine['observed']}")
+    for name, value in floor.items():
+        mine = ours[name]
+        observed = mine["count"] if mine["count"] is not None else mine["observed"]
+        if not same(observed, value, 1e-3 if name.endswith("freshness") else 1e-9):
+            problems.append(f"floor {name}: {value} vs ours {observed}")
+    return problems
 
 
-def child(args: argparse.Namespace) -> None:
-    plan, obj = load_plan(Path(args.contract))
-    now = dt.datetime.now(dt.timezone.utc)
-    connect_args: dict = {"read_only": True}
-    if args.threads:  # DuckDB uses every core by default; on a busy machine one thread is steadier
-        connect_args["config"] = {"threads": args.threads}
-    engine = sa.create_engine("duckdb:///" + args.db, connect_args=connect_args)
-    with engine.connect() as connection:
-        connection.exec_driver_sql("SELECT 1").fetchall()
-    rss_connected = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    for _ in range(2):  # the peak is reached on the first run; the second shows nothing accumulates
-        results = run_object(plan, obj, engine, now=now)
-    rss_engine = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # before naive/floor can raise it
-    # Python's own allocations only (DuckDB's C++ hash tables are invisible to tracemalloc): shows
-    # whether rows ever reach Python, apart from what DuckDB itself needs
-    tracemalloc.start()
-    run_object(plan, obj, engine, now=now)
-    py_peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
-
-    table = plan_table(obj)
-    naive: dict = {}
-    floor: list = []
-    medians = interleaved_medians({
-        "engine": lambda: run_object(plan, obj, engine, now=now),
-        "naive": lambda: naive.update(naive_run(obj, table, engine, now)),
-        "floor": lambda: floor.__setitem__(slice(None), floor_run(engine)),
-    }, args.repeats)
-    breakdown = statement_times(engine, lambda: run_object(plan, obj, engine, now=now))
-    per_check: dict[str, float] = {}
-    naive_run(obj, table, engine, now, per_check)
-    engine.dispose()
-
-    failed = [{"name": r.name, "observed": r.observed, "error": r.error} for r in results if not r.passed]
-    by_name = {r.name: r for r in results}
-    # the naive run must measure and judge exactly what the engine did
-    disagree = [name for name, (passed, value) in naive.items()
-                if by_name[name].passed != passed or (by_name[name].kind != "freshness" and (
-                    value is None or by_name[name].observed is None
-                    or abs(float(value) - float(by_name[name].observed)) > 1e-9))]
-    aggregate, compound = floor
-    expected = {**floor_as_checks(aggregate), "customer_id__created_at__duplicate_values": compound}
-    floor_disagrees = [name for name, count in expected.items()
-                       if int(by_name[name].details.get("count", by_name[name].observed)) != count]
-    print(json.dumps({
-        "rows": args.size, **medians, "rss_connected_kb": rss_connected, "rss_engine_kb": rss_engine,
-        "py_peak": py_peak,
-        "failed": failed, "naive_disagrees": disagree, "breakdown": breakdown,
-        "naive_slowest": sorted(per_check.items(), key=lambda item: -item[1])[:5],
-        "floor_disagrees": floor_disagrees,
-    }, default=str))
+_QUALIFIER = re.compile(r'(?:"[^"]*"\.)?"orders"\.(?=")')
 
 
-def classify(obj) -> list[str]:
-    table = plan_table(obj)
-    lines = []
-    for check in obj.checks:
-        found = measure_for(obj, check, table, "duckdb", dt.datetime.now(dt.timezone.utc)) \
-            if check.kind != "schema" else None
-        where = "aggregate" if found else ("metadata" if check.kind == "schema" else "own query")
-        lines.append(f"  {check.name:<40} {check.kind:<17} {where}")
-    return lines
+def short(statement: str, width: int = 130) -> str:
+    """A statement for a line of the report: columns without their table and schema qualifiers."""
+    statement = _QUALIFIER.sub("", statement)
+    return statement if len(statement) <= width else statement[:width - 1] + "…"
+
+
+def measure_table(engine: str, table: dict, args: argparse.Namespace, pg: Postgres | None,
+                  folder: Path) -> dict:
+    """Every method on one table: timings, statements, RSS, verdicts; prints the details."""
+    contract = folder / f"orders_{engine}_{table['name']}.odcs.yaml"
+    contract.write_text(yaml.safe_dump(contract_for(engine, table), sort_keys=False))
+    spec = {"contract": str(contract), "now": table["now"], "engine": engine, "schema": table.get("schema"),
+            "path": str(folder / table["file"]), "environ": {}}
+    if pg is not None:
+        url = pg.cluster.url(PG_DATABASE)
+        spec.update(dsn=pg.dsn + f" dbname={PG_DATABASE}", environ={"DQ_CONTRACTS_BENCH_URL": url})
+    workers = {m: Worker(m, spec) for m in ("ours", "floor", "naive")}
+    runs: dict[str, Callable[[], float]] = {m: w.run for m, w in workers.items()}
+    cli = datacontract_method(engine, table, folder, pg)
+    if cli is not None:
+        runs["datacontract"] = cli.run
+    medians = interleaved_medians(runs, args.repeats)
+
+    statements: dict[str, dict] = {}  # by method, then "warm" (the pool's connection) and "new" (connecting)
+    for method, w in workers.items():
+        for connection in ("warm", "new"):
+            command = "count" if connection == "warm" else "count new"
+            client, server = pg.counted(lambda: w.ask(command)) if pg is not None else (w.ask(command), [])
+            statements.setdefault(method, {})[connection] = {
+                "client": client["statements"], "sent": client["sent"], "server": server,
+                "count": sum(c for c, _, _ in server) if server else client["sent"], "seconds": client["seconds"]}
+    if cli is not None and pg is not None and pg.counts:
+        statements["datacontract"] = {"warm": {"count": sum(c for c, _, _ in pg.counted(cli.run)[1])}}
+    plans = {m: workers[m].ask("explain")["plans"] for m in ("ours", "floor")} if args.explain and pg else {}
+    reports = {m: w.finish() for m, w in workers.items()}
+
+    ours = reports["ours"]["measures"]
+    problems = verify(ours, reports["naive"]["measures"], reports["floor"]["measures"])
+    print(f"\n## {engine}, {table['rows']:,} rows, {table['name']} table")
+    print("load average (1, 5, 15 min): " + ", ".join(f"{x:.1f}" for x in os.getloadavg()))
+    if workers["ours"].duckdb_settings:
+        print("ours' DuckDB session: " + ", ".join(f"{k} {v}" for k, v in workers["ours"].duckdb_settings))
+    print("medians s: " + ", ".join(f"{m} {s:.3f}" for m, s in medians.items()))
+    failed = [(n, r) for n, r in ours.items() if not r["passed"]]
+    print(f"checks failed by ours: {len(failed)} of {len(ours)}")
+    for name, r in failed:
+        print(f"  {name:<42} observed {r['observed']}" + (f" ({r['count']} rows)" if r["count"] is not None else "")
+              + (f", {r['samples']} samples" if r["samples"] else "") + (f", error: {r['error']}" if r["error"] else ""))
+    print("ours, naive and floor agree on every measure" if not problems else
+          "DISAGREEMENT:\n  " + "\n  ".join(problems))
+    for method in ("ours", "floor"):
+        new, st = statements[method]["new"], statements[method]["warm"]
+        print(f"{method}, a run on a new engine (or connection): {new['count']} statements, {new['seconds']:.3f} s")
+        kept = {query: calls for calls, _, query in st["server"]}
+        for calls, _, query in new["server"]:  # what connecting adds (or, where negative, saves)
+            if calls != kept.get(query, 0):
+                print(f"  {calls - kept.get(query, 0):+4d}  {short(query)}")
+        if st["server"]:
+            print(f"{method}: {st['count']} statements received by the server (calls, server ms, statement):")
+            for calls, ms, query in st["server"]:
+                print(f"  {calls:4d} {ms:9.1f}  {short(query)}")
+        print(f"{method}: {st['sent']} statements sent by the client (times, wall s, statement):")
+        for statement, n, seconds in st["client"]:
+            print(f"  {n:4d} {seconds:9.3f}  {short(statement)}")
+    for method, texts in plans.items():
+        for statement, plan in texts:
+            print(f"\nEXPLAIN ({method}) {short(statement, 200)}\n{plan}")
+    if cli is not None:
+        counted = (f", {statements['datacontract']['warm']['count']} statements received by the server"
+                   if "datacontract" in statements else "")
+        print(f"datacontract-cli: median {medians['datacontract']:.3f} s, peak RSS {cli.rss_kb / 1024:.0f} MB"
+              f"{counted}; its checks: {cli.outcome()}")
+    return {"engine": engine, "rows": table["rows"], "table": table["name"], "medians": medians,
+            "statements": {m: {c: s[c]["count"] for c in s} for m, s in statements.items()}, "problems": problems,
+            "rss": {m: r["rss_kb"] for m, r in reports.items()}, "baseline": {m: w.baseline_kb for m, w in workers.items()},
+            "datacontract_rss": cli.rss_kb if cli else None, "floor": reports["floor"]["measures"]}
+
+
+def datacontract_venv() -> Path | None:
+    venv = os.environ.get("DQ_BENCH_DATACONTRACT_VENV")
+    return Path(venv) if venv and (Path(venv) / "bin" / "datacontract").exists() else None
+
+
+def datacontract_method(engine: str, table: dict, folder: Path, pg: Postgres | None) -> DatacontractCli | None:
+    """datacontract-cli on the same table, if DQ_BENCH_DATACONTRACT_VENV names a venv that has it."""
+    venv = datacontract_venv()
+    if venv is None:
+        return None
+    contract = contract_for(engine, table)
+    env = {}
+    if engine == "duckdb":  # its relative paths are not the contract's folder: name the file whole
+        contract["servers"][0]["database"] = str(folder / table["file"])
+    else:
+        env = {"DATACONTRACT_POSTGRES_USERNAME": "postgres", "DATACONTRACT_POSTGRES_PASSWORD": pg.password}
+    path = folder / f"datacontract_{engine}_{table['name']}.odcs.yaml"
+    path.write_text(yaml.safe_dump(contract, sort_keys=False))
+    return DatacontractCli(venv, path, env)
+
+
+def print_summary(rows: list[dict]) -> None:
+    with_cli = any("datacontract" in r["medians"] for r in rows)
+    print("\n| engine | rows | table | ours s | floor s | naive s | ours/floor | naive/ours | statements ours "
+          "(new engine) | statements floor (new connection) | peak RSS MB ours | floor | ours/floor |" + (" datacontract-cli s (peak RSS) |" if with_cli else ""))
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if with_cli else ""))
+    for r in rows:
+        m, rss = r["medians"], r["rss"]
+
+        def counts(method: str) -> str:
+            return f"{r['statements'][method]['warm']} ({r['statements'][method]['new']})"
+        cli = f" {m['datacontract']:.2f} ({r['datacontract_rss'] / 1024:.0f} MB) |" if "datacontract" in m else (" — |" if with_cli else "")
+        print(f"| {r['engine']} | {r['rows']:,} | {r['table']} | {m['ours']:.3f} | {m['floor']:.3f} | {m['naive']:.3f} "
+              f"| {m['ours'] / m['floor']:.2f} | {m['naive'] / m['ours']:.2f} | {counts('ours')} "
+              f"| {counts('floor')} | {rss['ours'] / 1024:.0f} | {rss['floor'] / 1024:.0f} "
+              f"| {rss['ours'] / rss['floor']:.2f} |{cli}")
+    print("\nPeak RSS is the whole worker process; each worker imports the same modules, and its RSS before "
+          "the first run was (MB resident then, ours/floor/naive): " + "; ".join(
+              f"{r['engine']} {r['rows']:,} {r['table']}: " + "/".join(f"{r['baseline'][m] / 1024:.0f}"
+                                                                     for m in ("ours", "floor", "naive"))
+              for r in rows))
+    by_table: dict[tuple, list[dict]] = {}
+    for r in rows:
+        by_table.setdefault((r["rows"], r["table"]), []).append(r)
+    for (count, state), same in by_table.items():  # the same rows on both engines: the same counts
+        differ = [name for name in same[0]["floor"] if not name.endswith("freshness")
+                  and len({json.dumps(r["floor"][name]) for r in same}) > 1]
+        if len(same) > 1 and differ:
+            print(f"\nTHE ENGINES' FLOORS DIFFER on {count:,} rows, {state}: {differ}")
+            rows[0]["problems"].append("engines differ")
+    if any(r["problems"] for r in rows):
+        print("\nSOME METHODS DISAGREED: see the DISAGREEMENT lines above")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 5_000_000])
+    parser.add_argument("--engines", nargs="+", choices=["duckdb", "postgres"], default=["duckdb", "postgres"])
+    parser.add_argument("--tables", nargs="+", choices=list(STATES), default=list(STATES))
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--threads", type=int, help="DuckDB threads (default: DuckDB's own, all cores)")
-    parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--db", help=argparse.SUPPRESS)
-    parser.add_argument("--contract", help=argparse.SUPPRESS)
+    parser.add_argument("--explain", action="store_true", help="print PostgreSQL's EXPLAIN of ours' and the "
+                        "floor's statements that read the table")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--spec", help=argparse.SUPPRESS)
+    parser.add_argument("--prepare", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.child:
-        child(args)
+    if args.worker:
+        worker(args.worker, json.loads(args.spec))
+        return
+    if args.prepare:
+        prepare_child(json.loads(args.prepare))
         return
 
-    rows_out = []
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        contract = write_contract(folder)
-        _, obj = load_plan(contract)
-        print(f"{len(obj.checks)} checks on orders (name, kind, how the engine measures it):")
-        print("\n".join(classify(obj)))
-        for size in args.sizes:
-            db = folder / f"orders_{size}.duckdb"
-            started = time.perf_counter()
-            generate(db, size, dt.datetime.now(dt.timezone.utc))
-            print(f"\n{size:,} rows generated in {time.perf_counter() - started:.1f} s "
-                  f"({db.stat().st_size / 2**20:.0f} MB file)", flush=True)
-            done = subprocess.run(
-                [sys.executable, __file__, "--child", "--size", str(size), "--repeats", str(args.repeats),
-                 "--db", str(db), "--contract", str(contract), *(["--threads", str(args.threads)] if args.threads
-                                                                  else [])],
-                check=True, stdout=subprocess.PIPE, text=True)  # stderr passes through
-            report = json.loads(done.stdout.strip().splitlines()[-1])
-            # timings are only as good as the machine is quiet: show what else was running
-            print("load average after the run (1, 5, 15 min): " + ", ".join(f"{x:.1f}" for x in os.getloadavg()))
-            db.unlink()
-            rows_out.append(report)
-            print("engine time per statement (one instrumented run):")
-            for label, seconds in report["breakdown"]:
-                print(f"  {seconds:7.3f} s  {label}")
-            print("naive: slowest checks, each on its own (one instrumented run):")
-            for label, seconds in report["naive_slowest"]:
-                print(f"  {seconds:7.3f} s  {label}")
-            if report["failed"]:
-                print("checks that FAILED:", report["failed"])
-            if report["naive_disagrees"]:
-                print("naive run disagrees with the engine on:", report["naive_disagrees"])
-            if report["floor_disagrees"]:
-                print("floor measures differ from the engine's on:", report["floor_disagrees"])
-
-    print("\n| rows | engine median s | naive median s | floor median s | engine/floor | naive/engine "
-          "| peak RSS MB | RSS over connect MB | Python heap peak MB |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for r in rows_out:
-        print(f"| {r['rows']:,} | {r['engine']:.3f} | {r['naive']:.3f} | {r['floor']:.3f} "
-              f"| {r['engine'] / r['floor']:.2f} | {r['naive'] / r['engine']:.2f} "
-              f"| {r['rss_engine_kb'] / 1024:.0f} | {(r['rss_engine_kb'] - r['rss_connected_kb']) / 1024:.0f} "
-              f"| {r['py_peak'] / 2**20:.1f} |")
+    # stopped with SIGTERM, still stop the cluster and remove the tables (the `finally` below)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    print(f"DuckDB {duckdb.__version__}, SQLAlchemy {sa.__version__}, psycopg2 {psycopg2.__version__.split()[0]}, "
+          f"{os.cpu_count()} cores")
+    print("load average at the start (1, 5, 15 min): " + ", ".join(f"{x:.1f}" for x in os.getloadavg()))
+    if datacontract_venv() is None:
+        print("datacontract-cli: skipped (set DQ_BENCH_DATACONTRACT_VENV to a virtual environment that has it)")
+    pg = Postgres() if "postgres" in args.engines else None
+    if pg is not None and not pg.counts:
+        print("this PostgreSQL has no pg_stat_statements: statement counts are the client's")
+    out = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-engine-") as tmp:
+            folder = Path(tmp)
+            for rows in args.sizes:
+                for state in args.tables:
+                    now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+                    table = {"name": state, "rows": rows, "file": f"orders_{rows}_{state}.duckdb",
+                             "now": now.isoformat(), "schema": None}
+                    started = time.perf_counter()
+                    prepare(folder / table["file"], rows, state, now, csv="postgres" in args.engines)
+                    print(f"\n{rows:,} rows, {state}: generated in {time.perf_counter() - started:.1f} s", flush=True)
+                    for engine in args.engines:
+                        if engine == "postgres":
+                            table = {**table, "schema": f"orders_{rows}_{state}", "port": pg.cluster.port}
+                            started = time.perf_counter()
+                            pg.load(folder / table["file"], table["schema"])
+                            print(f"loaded into PostgreSQL in {time.perf_counter() - started:.1f} s", flush=True)
+                        out.append(measure_table(engine, table, args, pg if engine == "postgres" else None, folder))
+                        sys.stdout.flush()
+                        if engine == "postgres":
+                            pg.drop(table["schema"])
+                    (folder / table["file"]).unlink()
+    finally:
+        if pg is not None:
+            pg.destroy()
+    print_summary(out)
 
 
 if __name__ == "__main__":
