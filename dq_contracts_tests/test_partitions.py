@@ -15,6 +15,7 @@ import yaml
 
 from dq_contracts.core import load_contracts
 from dq_contracts.partitions import PartitionKeyError, PartitionPlan, partition_for
+from dq_contracts.runner import run_object
 
 DECLARED = {"property": "dagsterPartitions", "value": {"type": "daily", "start": "2026-06-01"}}
 
@@ -212,4 +213,132 @@ def test_the_semantics_table_covers_every_check_of_the_contract(plan):
     events = plan.object("events")
     assert {c.name: events.partition_scope(c)[0] for c in events.checks} == {n: s for n, s, *_ in SEMANTICS}
 
+
+@pytest.mark.parametrize("name,scope,good,bad,whole", SEMANTICS, ids=[row[0] for row in SEMANTICS])
+def test_each_clause_kind_is_judged_per_partition_or_on_the_whole_table(plan, tmp_path, name, scope, good, bad, whole):
+    events = plan.object("events")
+    check = next(c for c in events.checks if c.name == name)
+    assert events.partition_scope(check)[0] == scope
+    engine = fill(sa.create_engine(f"duckdb:///{tmp_path / 'one.duckdb'}"))
+    runs = {key: {r.name: r for r in run_object(plan, events, engine, now=NOW, selected=[name],
+                                                 partition=None if key is None else partition_for(events.partitioning, key))}
+            for key in (GOOD_DAY, BAD_DAY, None)}
+    engine.dispose()
+    assert [runs[k][name].passed for k in (GOOD_DAY, BAD_DAY, None)] == [good, bad, whole], {
+        k: (r[name].observed, r[name].error) for k, r in runs.items()}
+    assert runs[BAD_DAY][name].partition == (BAD_DAY if scope == "partition" else None)
+    assert runs[None][name].partition is None and all(r[name].error is None for r in runs.values())
+
+
+def test_the_plan_shows_each_checks_partition_scope(plan, tmp_path):
+    from dq_contracts.cli import _plan_text
+
+    text = _plan_text(plan)
+    assert "partitioned daily from 2026-06-01 on day" in text
+    assert re.search(r"has_rows .*\[table-wide: the query has no `\{partition\}` placeholder", text)
+    assert re.search(r"customer_id__unique .*\[per partition: no duplicate within the partition", text)
+    checks = {c["name"]: c for c in plan.to_json()["checks"]}
+    assert checks["ts__freshness"]["partition_scope"] == "table"
+    assert checks["row_count"]["partition_scope"] == "partition"
+    assert "partition_scope" not in next(c for c in plan.to_json()["checks"] if c["object"] == "customers")
+
+
+# --- the engine: only the partition's rows are read ---------------------------------------------------
+
+def test_only_the_bad_partitions_checks_fail_and_its_sql_filters_on_it(plan, engine):
+    events = plan.object("events")
+    statements: list[tuple[str, object]] = []
+    sa.event.listen(engine, "before_cursor_execute", lambda conn, cur, sql, params, *a: statements.append((sql, params)))
+    results = {}
+    for key in (GOOD_DAY, BAD_DAY):
+        statements.clear()
+        results[key] = {r.name: r for r in run_object(plan, events, engine, now=NOW,
+                                                      partition=partition_for(events.partitioning, key))}
+        reading = [(sql, params) for sql, params in statements if "events" in sql]
+        filtered = [(sql, params) for sql, params in reading if "dq_partition_start" in sql or (
+            '"day" >=' in sql and "<" in sql)]
+        # the partition's scan, distinct counts, compound key, anti-join and SQL rule all filter on the day;
+        # what does not is the whole table's (freshness, has_rows) and, on a failure, nothing else
+        assert len(filtered) >= 4, reading
+        following = (dt.date.fromisoformat(key) + dt.timedelta(days=1)).isoformat()
+        for _, params in filtered:
+            assert key in str(params) and following in str(params), params
+        unfiltered = [sql for sql, _ in reading if (sql, _) not in filtered]
+        assert all("max(" in sql.lower() or "SELECT COUNT(*) FROM" in sql or "information_schema" in sql.lower()
+                   or "duckdb_columns" in sql.lower() for sql in unfiltered), unfiltered
+    per_partition = {name for name, scope, *_ in SEMANTICS if scope == "partition"}
+    assert {n for n, r in results[GOOD_DAY].items() if not r.passed} == set()
+    assert {n for n, r in results[BAD_DAY].items() if not r.passed} == per_partition - {"customer_id__unique"}
+    for key, by_name in results.items():
+        for name, result in by_name.items():
+            assert result.partition == (key if name in per_partition else None), name
+    bad = results[BAD_DAY]
+    assert bad["row_count"].observed == 3 and bad["amount__minimum"].samples == [-3.3]
+    assert bad["customer_id__references_customers"].samples == [9]
+    assert f"'{BAD_DAY}'" in bad["amount__minimum"].sql  # the clause's own query names its partition
+    assert bad["negative_amounts"].observed == 1 and f"'{BAD_DAY}'" in bad["negative_amounts"].sql
+
+
+def test_without_a_partition_the_whole_table_is_read_as_before(plan, engine):
+    events = plan.object("events")
+    statements: list[str] = []
+    sa.event.listen(engine, "before_cursor_execute", lambda conn, cur, sql, *a: statements.append(sql))
+    results = {r.name: r for r in run_object(plan, events, engine, now=NOW)}
+    assert results["row_count"].observed == 5 and results["negative_amounts"].observed == 1
+    assert all(r.partition is None for r in results.values())
+    assert not any("dq_partition" in s or '"day" >=' in s for s in statements)
+    assert "partition" not in results["row_count"].to_json()
+
+
+# --- the CLI -------------------------------------------------------------------------------------------
+
+def cli(cwd, *args):
+    return subprocess.run([sys.executable, "-m", "dq_contracts.cli", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=120, check=False)
+
+
+@pytest.fixture
+def shop(tmp_path):
+    fill(sa.create_engine(f"duckdb:///{tmp_path / 'wh.duckdb'}")).dispose()
+    # no latency: the shell's clock is today's, and the rows are of June 2026
+    document = {**CONTRACT, "servers": [{"server": "wh", "type": "duckdb", "database": "wh.duckdb", "schema": "main"}],
+                "slaProperties": []}
+    (tmp_path / "events.odcs.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+    return tmp_path
+
+
+def test_check_one_partition_from_the_shell(shop):
+    good = cli(shop, "check", "events.odcs.yaml", "--partition", GOOD_DAY, "--format", "json")
+    bad = cli(shop, "check", "events.odcs.yaml", "--partition", BAD_DAY, "--format", "json")
+    assert good.returncode == 0 and bad.returncode == 1, (good.stderr, bad.stderr)
+    assert "object customers is not partitioned: skipped" in good.stderr
+    outcomes = {day: {r["name"]: (r["passed"], r.get("partition")) for r in json.loads(proc.stdout)["results"]}
+                for day, proc in ((GOOD_DAY, good), (BAD_DAY, bad))}
+    assert all(passed for passed, _ in outcomes[GOOD_DAY].values())
+    assert outcomes[BAD_DAY]["amount__minimum"] == (False, BAD_DAY)
+    assert outcomes[BAD_DAY]["has_rows"] == (True, None) and outcomes[BAD_DAY]["schema"] == (True, None)
+    text = cli(shop, "check", "events.odcs.yaml", "--partition", BAD_DAY)
+    line = next(l for l in text.stdout.splitlines() if "amount__minimum" in l)
+    assert "fail" in line and f"[partition {BAD_DAY}]" in line
+    assert "[whole table]" in next(l for l in text.stdout.splitlines() if "has_rows" in l)
+
+
+@pytest.mark.parametrize("key,message", [
+    ("2026-06-01-13:00", "'2026-06-01-13:00' is not a daily partition key (write it as 2026-06-01)"),
+    ("2025-01-01", "'2025-01-01' is outside the partitions (daily from 2026-06-01)"),
+])
+def test_a_key_that_names_no_partition_is_an_error_without_traceback(shop, key, message):
+    proc = cli(shop, "check", "events.odcs.yaml", "--partition", key)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert message in proc.stderr and "events.odcs.yaml: object events" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_partition_of_contracts_with_no_partitioned_object_is_an_error(shop):
+    document = yaml.safe_load((shop / "events.odcs.yaml").read_text())
+    document["schema"][0]["customProperties"] = []
+    (shop / "flat.odcs.yaml").write_text(yaml.safe_dump({**document, "id": "urn:flat"}, sort_keys=False))
+    proc = cli(shop, "check", "flat.odcs.yaml", "--partition", GOOD_DAY)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "no object of these contracts is partitioned" in proc.stderr
 
