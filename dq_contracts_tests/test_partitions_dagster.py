@@ -85,6 +85,11 @@ def test_an_external_partitioned_table_is_checked_partition_by_partition(tmp_pat
     metadata = next(e for e in runs[BAD_DAY].get_asset_check_evaluations() if e.check_name == "amount__minimum").metadata
     assert metadata["dq_contracts/partition"].value == BAD_DAY
     assert f"'{BAD_DAY}'" in metadata["dq_contracts/sql"].value  # the failing rows of that day only
+    # a run with no partition key (a schedule, a job of the user's) checks the whole table
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        whole = by_partition(run_checks(defs, dg.AssetSelection.checks_for_assets(spec.key), instance=instance))
+    assert set(whole) == {None} and whole[None]["row_count"] is False and whole[None]["customer_id__unique"] is False
 
 
 def test_a_daily_asset_materialised_for_two_days_fails_only_the_bad_days_checks(tmp_path, warehouse):
