@@ -256,7 +256,6 @@ def run_object(
     secrets: Iterable[str] = (),
     files: Any = None,
     partition: Partition | None = None,
-    _partition: Partition | None = None,  # the pass that reads the partition (every selected check per partition)
 ) -> list[CheckResult]:
     """Every selected check of one schema object: one aggregate scan plus one query per other kind.
     `files` (connections.Files) when the server is files that DuckDB reads. With `partition`, every
@@ -270,17 +269,24 @@ def run_object(
     wanted = set(selected) if selected is not None else None
     checks = [c for c in obj.checks if wanted is None or c.name in wanted]
     secrets = list(secrets)
-    if partition is not None:  # two passes, each with its own scan: the partition's and the whole table's
-        split = {c.name: scope_of(c.kind, c.params.get("query"))[0] == PER_PARTITION for c in checks}
-        common = dict(schema=schema, now=now, timeout_seconds=timeout_seconds, secrets=secrets, files=files)
-        wide = [n for n, per in split.items() if not per]
-        each = [n for n, per in split.items() if per]
-        done = {r.name: r for r in (run_object(contract, obj, engine, selected=wide, **common) if wide else [])}
-        for r in run_object(contract, obj, engine, selected=each, _partition=partition, **common) if each else []:
-            r.partition = partition.key
-            done[r.name] = r
-        return [done[c.name] for c in checks]
-    partition = _partition
+    common = dict(schema=schema, now=now, timeout_seconds=timeout_seconds, secrets=secrets, files=files)
+    if partition is None:
+        return _run_checks(contract, obj, engine, checks, **common)
+    # two passes, each with its own scan: the partition's clauses on its rows, the others on the table
+    per = {c.name: scope_of(c.kind, c.params.get("query"))[0] == PER_PARTITION for c in checks}
+    wide = [c for c in checks if not per[c.name]]
+    each = [c for c in checks if per[c.name]]
+    done = {r.name: r for r in (_run_checks(contract, obj, engine, wide, **common) if wide else [])}
+    for r in _run_checks(contract, obj, engine, each, partition=partition, **common) if each else []:
+        r.partition = partition.key
+        done[r.name] = r
+    return [done[c.name] for c in checks]
+
+
+def _run_checks(contract: ContractPlan, obj: ObjectPlan, engine: sa.Engine, checks: list[CheckPlan], *,
+                schema: str | None, now: dt.datetime, timeout_seconds: float, secrets: list[str], files: Any,
+                partition: Partition | None = None) -> list[CheckResult]:
+    """run_object's work for `checks`, every one of them on the partition's rows when one is given."""
     results: dict[str, CheckResult] = {}
 
     def result(check: CheckPlan, **kwargs: Any) -> CheckResult:
