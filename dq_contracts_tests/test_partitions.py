@@ -342,3 +342,19 @@ def test_partition_of_contracts_with_no_partitioned_object_is_an_error(shop):
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert "no object of these contracts is partitioned" in proc.stderr
 
+
+
+@pytest.mark.parametrize("declaration,key,rows", [
+    ({"type": "hourly", "start": "2026-06-01T00:00:00", "column": "ts"}, "2026-06-02-10:00", 1),
+    ({"type": "static", "values": ["a", "b", "z"], "column": "status"}, "a", 2),
+    ({"type": "monthly", "start": "2026-06-01"}, "2026-06-01", 5),
+])
+def test_timestamp_windows_and_static_values_select_their_rows(tmp_path, engine, declaration, key, rows):
+    document = yaml.safe_load(yaml.safe_dump(CONTRACT))
+    document["schema"][0]["customProperties"] = [{"property": "dagsterPartitions", "value": declaration}]
+    loaded = load(tmp_path, document)
+    assert loaded.problems == []
+    events = loaded.plans[0].object("events")
+    results = {r.name: r for r in run_object(loaded.plans[0], events, engine, now=NOW, selected=["row_count"],
+                                             partition=partition_for(events.partitioning, key))}
+    assert (results["row_count"].observed, results["row_count"].partition) == (rows, key)
