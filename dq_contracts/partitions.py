@@ -113,8 +113,8 @@ class PartitionKeyError(ValueError):
     """A key that names no partition of the object (its message says why)."""
 
 
-def _parse_start(text: str, kind: str) -> dt.datetime:
-    """A declaration's start: an ISO date, or for hourly a date and time."""
+def _parse_start(text: str) -> dt.datetime:
+    """A declaration's start or end: an ISO date, or a date and time (naive UTC)."""
     value = dt.datetime.fromisoformat(str(text).replace("Z", "+00:00"))
     if value.tzinfo is not None:
         value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
@@ -165,8 +165,8 @@ def partition_for(plan: PartitionPlan, key: str) -> Partition:
         raise PartitionKeyError(f"{key!r} is not a {plan.type} partition key (write it as {example})") from None
     if not _aligned(plan.type, start):
         raise PartitionKeyError(f"{key!r} is not the start of a {plan.type} partition ({length})")
-    first = _parse_start(str(plan.start), plan.type)
-    if start < first or (plan.end and start >= _parse_start(plan.end, plan.type)):
+    first = _parse_start(str(plan.start))
+    if start < first or (plan.end and start >= _parse_start(plan.end)):
         raise PartitionKeyError(f"{key!r} is outside the partitions ({plan.keys_text()})")
     return Partition(key, plan.column, plan.logical_type, start=start, end=window_end(plan.type, start))
 
@@ -240,8 +240,8 @@ def read_declaration(value: Any, properties: Any) -> tuple[PartitionPlan | None,
                 problems.append((["start"], f"{kind} partitions need a start (an ISO date, e.g. 2026-01-01)"))
             continue
         try:
-            bounds[key] = _parse_start(str(text.isoformat() if isinstance(text, (dt.date, dt.datetime)) else text),
-                                       kind)
+            # YAML reads an unquoted 2026-01-01 as a date
+            bounds[key] = _parse_start(text.isoformat() if isinstance(text, (dt.date, dt.datetime)) else str(text))
         except ValueError:
             problems.append(([key], f"{key} {text!r} is not an ISO date or timestamp"))
             continue
@@ -252,5 +252,5 @@ def read_declaration(value: Any, properties: Any) -> tuple[PartitionPlan | None,
         problems.append((["end"], "end must come after start"))
     if problems:
         return None, problems
-    text = {k: v.isoformat(sep=" ") if k in bounds else None for k, v in bounds.items()}
+    text = {k: v.isoformat(sep=" ") for k, v in bounds.items()}
     return PartitionPlan(kind, physical, logical, start=text["start"], end=text.get("end")), []

@@ -231,9 +231,9 @@ def test_each_clause_kind_is_judged_per_partition_or_on_the_whole_table(plan, tm
 
 
 def test_the_plan_shows_each_checks_partition_scope(plan, tmp_path):
-    from dq_contracts.cli import _plan_text
-
-    text = _plan_text(plan)
+    proc = cli(tmp_path, "plan", "events.odcs.yaml")
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout
     assert "partitioned daily from 2026-06-01 on day" in text
     assert re.search(r"has_rows .*\[table-wide: the query has no `\{partition\}` placeholder", text)
     assert re.search(r"customer_id__unique .*\[per partition: no duplicate within the partition", text)
@@ -358,3 +358,10 @@ def test_timestamp_windows_and_static_values_select_their_rows(tmp_path, engine,
     results = {r.name: r for r in run_object(loaded.plans[0], events, engine, now=NOW, selected=["row_count"],
                                              partition=partition_for(events.partitioning, key))}
     assert (results["row_count"].observed, results["row_count"].partition) == (rows, key)
+
+
+def test_an_unquoted_yaml_date_is_a_start(write_contract):
+    text = yaml.safe_dump(CONTRACT, sort_keys=False).replace("start: '2026-06-01'", "start: 2026-06-01")
+    assert "start: 2026-06-01\n" in text
+    loaded = load_contracts([write_contract(text)])
+    assert loaded.problems == [] and loaded.plans[0].object("events").partitioning.start == "2026-06-01 00:00:00"
