@@ -12,6 +12,7 @@ import sqlalchemy as sa
 
 from dq_contracts.compiler import checkable
 from dq_contracts.connections import Connection, connection_for, engine_for
+from dq_contracts.partitions import DECLARATION, Partition, PartitionKeyError, partition_for
 from dq_contracts.plans import ContractPlan, ObjectPlan
 from dq_contracts.runner import DEFAULT_TIMEOUT_SECONDS, CheckResult, run_object, scrub
 
@@ -82,11 +83,15 @@ def run_contract(
     selected: Mapping[str, Iterable[str]] | None = None,
     now: dt.datetime | None = None,
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+    partition: Partition | str | None = None,
 ) -> list[CheckResult]:
     """Results of the contract's checks; `objects` limits the schema objects, `selected` maps an object
-    name to the check names to run in it."""
+    name to the check names to run in it. `partition`: one partition of each object, as a Partition
+    or as a key its `dagsterPartitions` declaration reads (PartitionKeyError if it cannot)."""
     wanted_objects = set(objects) if objects is not None else None
     chosen = [o for o in plan.objects if wanted_objects is None or o.name in wanted_objects]
+    partition_of = {o.name: partition_of_key(plan, o, partition) if isinstance(partition, str) else partition
+                    for o in chosen}  # a bad key is the caller's error, before anything runs
     now = now or dt.datetime.now(dt.timezone.utc)
     secrets: tuple[str, ...] = ()
     try:
@@ -103,5 +108,17 @@ def run_contract(
     for obj in chosen:
         results.extend(run_object(plan, obj, engine, schema=connection.schema, files=connection.files,
                                   selected=(selected or {}).get(obj.name), now=now,
-                                  timeout_seconds=timeout_seconds, secrets=secrets))
+                                  timeout_seconds=timeout_seconds, secrets=secrets,
+                                  partition=partition_of[obj.name]))
     return results
+
+
+def partition_of_key(plan: ContractPlan, obj: ObjectPlan, key: str) -> Partition:
+    """The partition `key` names in the object's `dagsterPartitions` declaration."""
+    if obj.partitioning is None:
+        raise PartitionKeyError(f"{plan.file}: object {obj.name} is not partitioned (declare a customProperties "
+                                f"entry `{DECLARATION}` on it)")
+    try:
+        return partition_for(obj.partitioning, key)
+    except PartitionKeyError as exc:
+        raise PartitionKeyError(f"{plan.file}: object {obj.name}: {exc}") from None

@@ -35,11 +35,16 @@ def _plan_text(plan: ContractPlan, prefix: str) -> str:
     for obj in plan.objects:
         lines.append(f"  asset {'/'.join(obj.asset_key)}  (object {obj.name})")
         width = max((len(c.name) for c in obj.checks), default=10)
+        if obj.partitioning is not None:
+            lines.append(f"    partitioned {obj.partitioning.keys_text()} on {obj.partitioning.column}  "
+                         f"{obj.partitioning.clause}")
         for check in obj.checks:
             threshold = check.threshold_text()
             will_fail = f"  WILL FAIL: {check.params['refusal']}" if check.params.get("refusal") else ""
+            scope = obj.partition_scope(check)
+            scoped = f"  [{'per partition' if scope[0] == 'partition' else 'table-wide'}: {scope[1]}]" if scope else ""
             lines.append(f"    {check.name:<{width}}  {check.severity:<5}  {check.kind:<16} {threshold}"
-                         f"  {check.clause}{will_fail}")
+                         f"  {check.clause}{will_fail}{scoped}")
     for fresh in plan.freshness:
         lines.append(f"  freshness {fresh.object}.{fresh.element}: fail after {fresh.fail_window_seconds:g}s  "
                      f"{fresh.clause}")
@@ -95,13 +100,39 @@ def _statements(results: list) -> list[dict]:
 def cmd_check(args: argparse.Namespace) -> int:
     from dq_contracts.checking import Warehouses, run_contract  # the engine only when checks run
 
+    from dq_contracts.checking import partition_of_key
+    from dq_contracts.partitions import PartitionKeyError
+
     loaded = load_contracts(args.paths, server=args.server)
     results = []
+    # with --partition, the partitioned objects are checked for that key; a key that names no
+    # partition of one of them is an error before anything runs
+    chosen = {plan.file: [o.name for o in plan.objects if args.partition is None or o.partitioning is not None]
+              for plan in loaded.usable_plans}
+    if args.partition is not None:
+        try:
+            for plan in loaded.usable_plans:
+                for obj in plan.objects:
+                    if obj.partitioning is not None:
+                        partition_of_key(plan, obj, args.partition)
+        except PartitionKeyError as exc:
+            print(f"dq-contracts check: --partition {args.partition}: {exc}", file=sys.stderr)
+            return 1
+        if not any(chosen.values()):
+            _print_problems(loaded, sys.stderr)
+            print(f"dq-contracts check: --partition {args.partition}: no object of these contracts is partitioned "
+                  "(declare a customProperties entry `dagsterPartitions` on it)", file=sys.stderr)
+            return 1
+        for plan in loaded.usable_plans:
+            for obj in plan.objects:
+                if obj.partitioning is None:
+                    print(f"{plan.file}: object {obj.name} is not partitioned: skipped", file=sys.stderr)
     with Warehouses() as warehouses:
         # a contract with errors is not run (its problems are printed below); the others are
         for plan in loaded.usable_plans:
-            results.extend(run_contract(plan, warehouses, server_name=args.server,
-                                        timeout_seconds=args.timeout))
+            if chosen[plan.file]:
+                results.extend(run_contract(plan, warehouses, server_name=args.server, objects=chosen[plan.file],
+                                            timeout_seconds=args.timeout, partition=args.partition))
     failing = [r for r in results if not r.passed and r.severity == "ERROR"]
     if args.format == "json":
         payload = {
@@ -117,6 +148,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         rows = [("asset", "check", "severity", "status", "result", "samples")]
         for r in results:
             message = r.message or r.error or f"observed {_observed_text(r)}, expected {r.threshold}"
+            if args.partition is not None:
+                message = f"[{'partition ' + r.partition if r.partition else 'whole table'}] {message}"
             rows.append(("/".join(r.asset_key), r.name, r.severity, r.status, message,
                          f"e.g. {', '.join(map(str, r.samples))}" if r.samples else ""))
         widths = [max(len(str(row[i])) for row in rows) for i in range(4)]
@@ -171,6 +204,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "SQL server)")
     check.add_argument("--format", choices=["text", "json"], default="text")
     check.add_argument("--timeout", type=float, default=300, help="statement timeout in seconds (default 300)")
+    check.add_argument("--partition", metavar="KEY", help="check one partition of each partitioned object, the key "
+                       "as Dagster spells it (2026-06-01 daily, 2026-06-01-13:00 hourly, the value for static); "
+                       "table-wide clauses (schema, freshness, SQL rules without {partition}) read the whole table")
     check.set_defaults(run=cmd_check)
 
     report = commands.add_parser("report", help="each clause's latest status from the Dagster instance "

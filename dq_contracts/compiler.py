@@ -18,6 +18,7 @@ from croniter import croniter
 
 from dq_contracts.normalise import OPERATORS
 from dq_contracts.loader import line_at
+from dq_contracts.partitions import DECLARATION, partition_columns, read_declaration
 from dq_contracts.paths import named_step, pointer, pointer_step
 from dq_contracts.plans import (
     CLASSIFIED,
@@ -912,7 +913,9 @@ def compile_contract(validated: ValidatedContract, folder: FolderIndex | None = 
         if duplicate:
             continue  # the first object of that name keeps it
         check_index[object_name] = checks  # names are made unique once, at the end
-        objects.append(_object_plan(obj, object_name, base, checks, ctx.line_of(base)))
+        objects.append(replace(_object_plan(obj, object_name, base, checks, ctx.line_of(base)),
+                               partitioning=_partitioning(obj, base, ctx),
+                               partition_columns=tuple(partition_columns(obj.get("properties")))))
 
     # SLA properties
     freshness: list[FreshnessPlan] = []
@@ -1013,6 +1016,17 @@ def compile_contract(validated: ValidatedContract, folder: FolderIndex | None = 
         authoritative_definitions=tuple(d for d in doc.get("authoritativeDefinitions") or [] if isinstance(d, dict)),
     )
     return plan, ctx.problems
+
+
+def _partitioning(obj: dict, base: list, ctx: _Compiling):
+    """The object's `dagsterPartitions` declaration (partitions.py), its problems reported where they are."""
+    for ci, entry in enumerate(obj.get("customProperties") or []):
+        if isinstance(entry, dict) and entry.get("property") == DECLARATION:
+            plan, problems = read_declaration(entry.get("value"), obj.get("properties"))
+            for parts, message in problems:
+                ctx.problem([*base, "customProperties", ci, "value", *parts], message)
+            return replace(plan, clause=pointer([*base, "customProperties", ci])) if plan else None
+    return None
 
 
 def _sla_schedule(sla: dict) -> str | None:

@@ -22,6 +22,7 @@ from dq_contracts.checking import Warehouses, choose_server, failed_results, run
 from dq_contracts.compiler import dagster_name, schedule_name, short_prefixes  # noqa: F401 - re-exported
 from dq_contracts.core import load_contracts
 from dq_contracts.kinds import Scope
+from dq_contracts.partitions import Partition, window_partition
 from dq_contracts.plans import CheckPlan, ContractPlan, ObjectPlan
 from dq_contracts.problem_defs import problem_defs
 from dq_contracts.problems import ContractError
@@ -30,7 +31,7 @@ from dq_contracts.runner import CheckResult, read_only, scrub
 from dq_contracts.schema_check import read_catalog
 from dq_contracts.sql import table_for
 from dq_contracts.specs import ObjectSpecs, build_contract_specs
-from dq_contracts.translator import DqContractsTranslator, clause_text, tag_value
+from dq_contracts.translator import DqContractsTranslator, clause_text, partition_column, tag_value
 
 log = logging.getLogger("dq_contracts")
 
@@ -46,6 +47,15 @@ def _keys_of(items: Iterable[Any]) -> set[dg.AssetKey]:
         elif isinstance(item, (dg.AssetSpec, dg.SourceAsset)):
             keys.add(item.key)
     return keys
+
+
+def _partitions_of(items: Iterable[Any]) -> dict[dg.AssetKey, dg.PartitionsDefinition]:
+    """The partitions definition of each of the user's partitioned assets."""
+    found: dict[dg.AssetKey, dg.PartitionsDefinition] = {}
+    for item in items:
+        specs = item.specs if isinstance(item, dg.AssetsDefinition) else [item] if isinstance(item, dg.AssetSpec) else []
+        found.update({spec.key: spec.partitions_def for spec in specs if spec.partitions_def is not None})
+    return found
 
 
 def _with_contract(contract_specs: dict[dg.AssetKey, dg.AssetSpec]):
@@ -89,6 +99,7 @@ def check_result_of(result: CheckResult, spec: dg.AssetCheckSpec, plan: Contract
         "dq_contracts/status": result.status,
         "dq_contracts/contract_id": result.contract_id,
         "dq_contracts/contract_version": result.contract_version,
+        "dq_contracts/partition": getattr(result, "partition", None),
     }
     if result.observed is not None:
         observed = result.observed
@@ -142,6 +153,7 @@ def _outcome_line(result: CheckResult, plan: ContractPlan) -> str:
 def _checks_op(name: str, plan: ContractPlan, obj: ObjectPlan, pairs: list[tuple[CheckPlan, dg.AssetCheckSpec]],
                resource_key: str, description: str) -> dg.AssetChecksDefinition:
     spec_of = {check.name: spec for check, spec in pairs}
+    partitions = next((spec.partitions_def for _, spec in pairs if spec.partitions_def is not None), None)
 
     @dg.multi_asset_check(name=name, specs=[spec for _, spec in pairs], can_subset=True,
                           required_resource_keys={resource_key}, description=description)
@@ -150,11 +162,14 @@ def _checks_op(name: str, plan: ContractPlan, obj: ObjectPlan, pairs: list[tuple
         selected = context.selected_asset_check_keys
         names = [check.name for check, spec in pairs if spec.key in selected]
         context.log.info(f"contract {plan.id} version {plan.version} ({plan.file}), object {obj.name}: "
-                         f"{len(names)} clause(s)")
+                         f"{len(names)} clause(s)" + (f", partition {context.partition_key}"
+                                                      if partitions is not None and context.has_partition_key else ""))
         try:
+            partition = _partition_of(context, obj, partitions)
             with Warehouses(warehouse.environ()) as warehouses:
                 results = run_contract(plan, warehouses, server_name=warehouse.server, objects=[obj.name],
-                                       selected={obj.name: names}, timeout_seconds=warehouse.timeout_seconds)
+                                       selected={obj.name: names}, timeout_seconds=warehouse.timeout_seconds,
+                                       partition=partition)
         except Exception as exc:  # whatever happened, every selected check still reports, failed
             results = failed_results(plan, obj, scrub(f"{type(exc).__name__}: {exc}"), names)
         aggregates = {r.aggregate_sql for r in results if getattr(r, "aggregate_sql", None)}
@@ -167,18 +182,43 @@ def _checks_op(name: str, plan: ContractPlan, obj: ObjectPlan, pairs: list[tuple
     return contract_checks
 
 
+def _partition_of(context: Any, obj: ObjectPlan, partitions: dg.PartitionsDefinition | None) -> Partition | None:
+    """The run's partition of a partitioned op, in ODCS words: a time window or a static value of the
+    object's partition column. None for the whole table (an op of table-wide clauses, or a run with no
+    partition key)."""
+    if partitions is None or not context.has_partition_key:
+        return None
+    key, column = context.partition_key, partition_column(obj)
+    declared = obj.column(column)
+    logical = (declared.logical_type or "").lower() or None if declared is not None else None
+    if isinstance(partitions, dg.TimeWindowPartitionsDefinition):
+        window = context.partition_time_window
+        return window_partition(key, column, logical, window.start, window.end)
+    values = obj.partitioning.values if obj.partitioning is not None else ()
+    return Partition(key, column, logical, value=next((v for v in values if str(v) == key), key))
+
+
 def _object_checks(specs: ObjectSpecs, prefix: str, resource_key: str) -> list[dg.AssetChecksDefinition]:
     """One op for the object's own clauses, and one for its relationships to other assets: those
-    wait for the assets they read (their `additional_deps`), which the others need not do."""
+    wait for the assets they read (their `additional_deps`), which the others need not do. On a
+    partitioned asset, the clauses that stay table-wide (schema, freshness, …) are an unpartitioned
+    op of their own: Dagster runs one op for one partitions definition."""
     plan, obj = specs.plan, specs.object
-    own = [(c, s) for c, s in specs.checks if not s.additional_deps]
+    partitioned = any(s.partitions_def is not None for _, s in specs.checks)
+    own = [(c, s) for c, s in specs.checks if not s.additional_deps and (s.partitions_def is not None or not partitioned)]
+    wide = [(c, s) for c, s in specs.checks if not s.additional_deps and s.partitions_def is None and partitioned]
     reading = [(c, s) for c, s in specs.checks if s.additional_deps]
     name = f"{prefix}__{dagster_name(obj.name)}"
     ops = []
     if own:
         ops.append(_checks_op(name, plan, obj, own, resource_key,
-                              f"Clauses of contract {plan.id} {plan.version}, object {obj.name}"))
-    if reading:
+                              f"Clauses of contract {plan.id} {plan.version}, object {obj.name}"
+                              + (", per partition" if partitioned else "")))
+    if wide:
+        ops.append(_checks_op(f"{name}__table", plan, obj, wide, resource_key,
+                              f"Table-wide clauses of contract {plan.id} {plan.version}, object {obj.name} "
+                              "(partitioned): they read the whole table"))
+    if reading:  # a relationship is judged per partition, like the object's rows (PARTITION_SCOPE)
         ops.append(_checks_op(f"{name}__relationships", plan, obj, reading, resource_key,
                               f"Relationships of contract {plan.id} {plan.version}, object {obj.name}: "
                               "run after the assets they read"))
@@ -335,8 +375,10 @@ def build_contract_defs(
             log.warning(problem.render())
 
     own = _keys_of(assets) | (_keys_of(defs.assets or []) if defs is not None else set())
+    theirs_partitioned = _partitions_of([*assets, *((defs.assets or []) if defs is not None else [])])
     built = build_contract_specs(loaded.usable_plans, translator, server=server,
-                                 crons_as_conditions=not contract_jobs, own_keys=own)
+                                 crons_as_conditions=not contract_jobs, own_keys=own,
+                                 own_partitions=theirs_partitioned)
     rejected = [*loaded.rejected, *built.rejected]
     specs: list[dg.AssetSpec] = []
     for_own: dict[dg.AssetKey, dg.AssetSpec] = {}

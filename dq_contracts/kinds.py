@@ -21,9 +21,11 @@ from dq_contracts.sql import (
     compound_duplicates,
     orphan_samples,
     orphans,
+    partition_condition,
     qualified_parts,
     regex_match,
     render,
+    restricted,
     table_for,
 )
 from dq_contracts.schema_check import MissingTable, differences
@@ -44,9 +46,17 @@ class Scope:
     preparer: Any  # the dialect's identifier preparer
     now: dt.datetime
     files: Any = None  # connections.Files for a file server: every table is a reader of files
+    partition: Any = None  # partitions.Partition: the object's table is read as that partition only
 
     def other_table(self, physical_name: str, columns: list[str]) -> sa.TableClause:
         return table_for(physical_name, self.schema, columns, self.preparer, self.files)
+
+    def own_table(self, columns: list[str]) -> Any:
+        """The object's table with `columns`: with a partition, the subquery of its rows only."""
+        if self.partition is None:
+            return self.other_table(self.obj.physical_name, columns)
+        table = self.other_table(self.obj.physical_name, [*columns, self.partition.column])
+        return restricted(table, columns, self.partition, self.obj.physical_name.split(".")[-1])
 
 
 @dataclass
@@ -236,7 +246,7 @@ def _listing(check: CheckPlan, scope: Scope) -> Scope:
     then the columns the check names."""
     keys = [c.physical_name for c in scope.obj.columns if c.primary_key]
     names = list(dict.fromkeys([*keys, *named_columns(check)]))
-    return replace(scope, table=scope.other_table(scope.obj.physical_name, names))
+    return replace(scope, table=scope.own_table(names))
 
 
 def _rows_where(violation: Callable[[CheckPlan, Scope], ColumnElement]) -> FailingRows:
@@ -352,8 +362,11 @@ LAST_SQL = "dq_contracts_last_sql"  # connection.info key: the SQL a kind ran, s
 
 
 def readable(statement: Any, engine: sa.Engine) -> str:
-    """A statement's SQL for people to read: values rendered, a SQL rule's text as written."""
-    return statement.text if isinstance(statement, sa.TextClause) else render(statement, engine)
+    """A statement's SQL for people to read: values rendered, a SQL rule's text as written (its
+    `{partition}` values rendered too)."""
+    if isinstance(statement, sa.TextClause) and not statement._bindparams:
+        return statement.text
+    return render(statement, engine)
 
 
 def execute(connection: sa.Connection, statement: Any) -> sa.CursorResult:
@@ -364,7 +377,7 @@ def execute(connection: sa.Connection, statement: Any) -> sa.CursorResult:
 
 def _relationship_tables(check: CheckPlan, scope: Scope) -> tuple[sa.TableClause, sa.TableClause]:
     target = scope.other_table(check.params["target_table"], check.params["target_columns"])
-    source = scope.other_table(scope.obj.physical_name, check.params["columns"])
+    source = scope.own_table(check.params["columns"])  # a partition's rows, pointing into the whole target
     return source, target
 
 
@@ -401,7 +414,12 @@ def _rule_statement(check: CheckPlan, scope: Scope) -> sa.TextClause:
                              table=qualified, column=column)
     if verdict.refusal or verdict.unresolved:
         raise Unmeasurable(f"not run: {verdict.refusal or ', '.join(verdict.unresolved)}")
-    return sa.text(verdict.sql)
+    if scope.partition is None or "{partition}" not in str(check.params["query"]):
+        return sa.text(verdict.sql)
+    # judged with `{partition}` always true; run with the partition's filter, its values bound
+    condition, values = partition_condition(scope.partition.column, scope.partition, scope.preparer.dialect)
+    sql, _ = substitute(str(check.params["query"]), qualified, column, partition=f"({condition})")
+    return sa.text(sql).bindparams(**values)
 
 
 def _sql_rule(check: CheckPlan, scope: Scope, connection: sa.Connection) -> Any:

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any, Callable
 
+from dq_contracts.partitions import PartitionPlan, scope_of
+
 ERROR = "ERROR"
 WARN = "WARN"
 
@@ -264,6 +266,14 @@ class ObjectPlan:
     custom_properties: dict[str, Any] = field(default_factory=dict)
     authoritative_definitions: tuple[dict[str, Any], ...] = ()
     line: int | None = None  # the schema object's line in its file
+    partitioning: PartitionPlan | None = None  # how its table is partitioned for Dagster (customProperties)
+    partition_columns: tuple[str, ...] = ()  # ODCS `partitioned: true` columns, by partitionKeyPosition
+
+    def partition_scope(self, check: CheckPlan) -> tuple[str, str] | None:
+        """("partition" or "table", why) for a check of a partitioned object; None when unpartitioned."""
+        if self.partitioning is None:
+            return None
+        return scope_of(check.kind, check.params.get("query"))
 
     def column(self, name: str) -> ColumnPlan | None:
         """The property of a physical column (checks name physical columns): an exact physicalName
@@ -330,6 +340,8 @@ class ContractPlan:
                     "dimension": c.dimension,
                     "description": c.description,
                     "will_fail": c.params.get("refusal"),
+                    **({"partition_scope": o.partition_scope(c)[0], "partition_scope_reason": o.partition_scope(c)[1]}
+                       if o.partitioning is not None else {}),
                 }
                 for o in self.objects
                 for c in o.checks

@@ -12,7 +12,7 @@ import datetime as dt
 import math
 import re
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import sqlalchemy as sa
@@ -28,6 +28,7 @@ from dq_contracts.kinds import (
     readable,
     uses_aggregate,
 )
+from dq_contracts.partitions import PER_PARTITION, Partition, scope_of
 from dq_contracts.plans import CheckPlan, ContractPlan, ObjectPlan
 from dq_contracts.schema_check import normalise_type, same_type  # noqa: F401 - re-exported for callers
 from dq_contracts.sql import render, table_for
@@ -68,6 +69,7 @@ class CheckResult:
     details: dict[str, Any] = field(default_factory=dict)
     aggregate_sql: str | None = None  # what measured it: the table's one scan, or the kind's own query
     message: str = ""  # one sentence for people (wording.describe); never a value of the data
+    partition: str | None = None  # the partition key it judged; None for the whole table
 
     def __post_init__(self) -> None:
         if not self.message and self.error:  # a result built without its plan still says what went wrong
@@ -89,6 +91,7 @@ class CheckResult:
             "threshold": self.threshold, "unit": self.unit, "row_count": self.row_count,
             "error": self.error, "message": self.message, "sql": self.sql,
             "samples": self.samples, "details": self.details,
+            **({"partition": self.partition} if self.partition is not None else {}),
         }  # not aggregate_sql: a table's scan is the same for its every clause (reports give it once per object)
 
 
@@ -252,9 +255,12 @@ def run_object(
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
     secrets: Iterable[str] = (),
     files: Any = None,
+    partition: Partition | None = None,
 ) -> list[CheckResult]:
     """Every selected check of one schema object: one aggregate scan plus one query per other kind.
-    `files` (connections.Files) when the server is files that DuckDB reads.
+    `files` (connections.Files) when the server is files that DuckDB reads. With `partition`, every
+    check the partition scope table (partitions.PARTITION_SCOPE) runs per partition reads only that
+    partition's rows, and its result carries the key; the table-wide ones read the whole table.
 
     Whatever goes wrong in one check (its query, its verdict, its samples) becomes that check's
     failed result; every other check still reports.
@@ -263,6 +269,24 @@ def run_object(
     wanted = set(selected) if selected is not None else None
     checks = [c for c in obj.checks if wanted is None or c.name in wanted]
     secrets = list(secrets)
+    common = dict(schema=schema, now=now, timeout_seconds=timeout_seconds, secrets=secrets, files=files)
+    if partition is None:
+        return _run_checks(contract, obj, engine, checks, **common)
+    # two passes, each with its own scan: the partition's clauses on its rows, the others on the table
+    per = {c.name: scope_of(c.kind, c.params.get("query"))[0] == PER_PARTITION for c in checks}
+    wide = [c for c in checks if not per[c.name]]
+    each = [c for c in checks if per[c.name]]
+    done = {r.name: r for r in (_run_checks(contract, obj, engine, wide, **common) if wide else [])}
+    for r in _run_checks(contract, obj, engine, each, partition=partition, **common) if each else []:
+        r.partition = partition.key
+        done[r.name] = r
+    return [done[c.name] for c in checks]
+
+
+def _run_checks(contract: ContractPlan, obj: ObjectPlan, engine: sa.Engine, checks: list[CheckPlan], *,
+                schema: str | None, now: dt.datetime, timeout_seconds: float, secrets: list[str], files: Any,
+                partition: Partition | None = None) -> list[CheckResult]:
+    """run_object's work for `checks`, every one of them on the partition's rows when one is given."""
     results: dict[str, CheckResult] = {}
 
     def result(check: CheckPlan, **kwargs: Any) -> CheckResult:
@@ -302,8 +326,12 @@ def run_object(
     try:
         columns = sorted({c for check in runnable if check.kind != "schema" for c in named_columns(check)})
         preparer = engine.dialect.identifier_preparer
-        scope = Scope(obj, table_for(obj.physical_name, schema, columns, preparer, files), engine.dialect.name,
-                      schema, preparer, now, files)
+        if partition is None:
+            scope = Scope(obj, table_for(obj.physical_name, schema, columns, preparer, files), engine.dialect.name,
+                          schema, preparer, now, files)
+        else:
+            scope = Scope(obj, None, engine.dialect.name, schema, preparer, now, files, partition)
+            scope = replace(scope, table=scope.own_table(columns))
     except Exception as exc:  # a name this dialect cannot quote: every check says so
         return [_worded(c, results.get(c.name) or failure(c, exc)) for c in checks]
 

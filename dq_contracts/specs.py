@@ -47,21 +47,26 @@ def server_of(plan: ContractPlan, server: str | None = None) -> dict[str, Any] |
 
 def build_contract_specs(plans: Iterable[ContractPlan], translator: DqContractsTranslator | None = None, *,
                          server: str | None = None, crons_as_conditions: bool = True,
-                         own_keys: Iterable[dg.AssetKey] = ()) -> ContractSpecs:
+                         own_keys: Iterable[dg.AssetKey] = (),
+                         own_partitions: dict[dg.AssetKey, dg.PartitionsDefinition] | None = None) -> ContractSpecs:
     """Asset and check specs of every plan. A translator exception, or two contracts the translator
     maps to one asset key, cost that contract only (it is returned in `rejected`).
 
     `crons_as_conditions`: a contract cron becomes part of its clauses' automation condition
     (False when the crons are Dagster schedules instead). `own_keys`: the keys of the user's own
-    assets, which Dagster materialises (their ERROR clauses are blocking checks)."""
-    with warnings.catch_warnings():  # code references are a beta API of Dagster 1.13: not the user's concern
+    assets, which Dagster materialises (their ERROR clauses are blocking checks); `own_partitions`:
+    their partitions definitions, which their checks judged per partition take."""
+    # code references are a beta API of Dagster 1.13, partitioned checks a preview: not the user's concern
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore", dg.BetaWarning)
+        warnings.simplefilter("ignore", dg.PreviewWarning)
         return _build(list(plans), translator or DqContractsTranslator(), server, crons_as_conditions,
-                      set(own_keys))
+                      set(own_keys), own_partitions or {})
 
 
 def _build(plans: list[ContractPlan], translator: DqContractsTranslator, server: str | None,
-           crons_as_conditions: bool, own_keys: set[dg.AssetKey]) -> ContractSpecs:
+           crons_as_conditions: bool, own_keys: set[dg.AssetKey],
+           own_partitions: dict[dg.AssetKey, dg.PartitionsDefinition]) -> ContractSpecs:
     out = ContractSpecs()
     named: list[tuple[ContractPlan, list[tuple[ObjectPlan, dg.AssetSpec]]]] = []
     claimed: dict[dg.AssetKey, ContractPlan] = {}
@@ -104,8 +109,11 @@ def _build(plans: list[ContractPlan], translator: DqContractsTranslator, server:
                     if check.kind == "relationship" and check.params.get("target_object"):
                         target = key_of.get((check.params.get("target_contract") or plan.id,
                                              check.params["target_object"]))
+                    # the user's asset keeps its partitions (Dagster wants its checks' equal to them)
+                    partitions = own_partitions.get(asset.key) if asset.key in own_keys else asset.partitions_def
                     data = ContractCheckData(plan, obj, check, asset.key, target if target != asset.key else None,
-                                             crons.get((obj.name, check.name), ()), asset.key in own_keys)
+                                             crons.get((obj.name, check.name), ()), asset.key in own_keys,
+                                             partitions)
                     checks.append((check, translator.get_asset_check_spec(data)))
                 objects.append(ObjectSpecs(plan, obj, asset, tuple(checks)))
         except Exception as exc:

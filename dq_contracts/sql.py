@@ -48,6 +48,42 @@ def table_for(physical_name: str, schema: str | None, columns: list[str], prepar
     return sa.table(quoted(name), *(sa.column(quoted(c)) for c in dict.fromkeys(columns)), schema=qualifier)
 
 
+def _partition_bound(moment: Any, logical_type: str | None, name: str) -> ColumnElement:
+    """A window bound, bound by name, typed as the column is: a date column compares dates, a text
+    column ISO text (the date alone at midnight, so '2026-06-01' falls in its day), else timestamps."""
+    text = moment.isoformat(sep=" ")
+    if logical_type == "date":
+        return sa.cast(sa.bindparam(name, moment.date().isoformat(), type_=sa.String), sa.Date)
+    if logical_type == "string":
+        midnight = (moment.hour, moment.minute, moment.second, moment.microsecond) == (0, 0, 0, 0)
+        return sa.bindparam(name, moment.date().isoformat() if midnight else text, type_=sa.String)
+    return sa.cast(sa.bindparam(name, text, type_=sa.String), sa.DateTime)
+
+
+def partition_filter(column: ColumnElement, partition: Any) -> ColumnElement:
+    """The rows of one partition (partitions.Partition): `col >= :start AND col < :end` for a time
+    window, `col = :value` for a static one; values bound, never written into the SQL."""
+    if partition.time_window:
+        return sa.and_(column >= _partition_bound(partition.start, partition.logical_type, "dq_partition_start"),
+                       column < _partition_bound(partition.end, partition.logical_type, "dq_partition_end"))
+    return column == sa.bindparam("dq_partition_value", partition.value)
+
+
+def restricted(table: Any, columns: list[str], partition: Any, name: str) -> Any:
+    """`(SELECT <columns> FROM t WHERE <partition>) AS <name>`: the table as one partition, so every
+    statement built on it (measures, samples, failing rows) reads the partition only, unchanged."""
+    selected = [table.c[c] for c in dict.fromkeys(columns)] or [table.c[partition.column]]
+    return sa.select(*selected).where(partition_filter(table.c[partition.column], partition)).subquery(quoted(name))
+
+
+def partition_condition(column: str, partition: Any, dialect: Any) -> tuple[str, dict[str, Any]]:
+    """A SQL rule's `{partition}`: the same filter, compiled by the server's dialect with named
+    parameters (`:dq_partition_start`), and the values to bind to them."""
+    compiled = partition_filter(sa.column(quoted(column)), partition).compile(
+        dialect=type(dialect)(paramstyle="named"))
+    return str(compiled), dict(compiled.params)
+
+
 def regex_match(column: ColumnElement, pattern: str, dialect: str) -> ColumnElement:
     """True when the value contains a match (JSON Schema `pattern` semantics: not anchored)."""
     if dialect == "duckdb":

@@ -80,11 +80,19 @@ class SqlVerdict:
     unresolved: tuple[str, ...] = field(default_factory=tuple)
 
 
-def substitute(query: str, table: str | None, column: str | None) -> tuple[str, tuple[str, ...]]:
+# `{partition}`: the rows of the partition being checked; true when the whole table is (and when judged)
+PARTITION_PLACEHOLDER = "partition"
+WHOLE_TABLE = "(1 = 1)"
+
+
+def substitute(query: str, table: str | None, column: str | None,
+               partition: str = WHOLE_TABLE) -> tuple[str, tuple[str, ...]]:
     unresolved: list[str] = []
 
     def replace(match: re.Match) -> str:
         name = match.group(1)
+        if name == PARTITION_PLACEHOLDER and match.group(0).startswith("{"):
+            return partition
         if name in TABLE_PLACEHOLDERS and table is not None:
             return table
         if name in COLUMN_PLACEHOLDERS and column is not None:

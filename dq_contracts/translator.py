@@ -21,6 +21,7 @@ from typing import Any
 import dagster as dg
 
 from dq_contracts.compiler import is_file_server
+from dq_contracts.partitions import PER_PARTITION, PartitionPlan, scope_of
 from dq_contracts.plans import CheckPlan, ContractPlan, FreshnessPlan, ObjectPlan
 
 TAG_MAX = 63
@@ -56,6 +57,17 @@ class ContractCheckData:
     target_asset_key: dg.AssetKey | None = None  # a relationship's referenced asset, as get_asset_spec named it
     crons: tuple[str, ...] = ()  # contract crons that list this clause (UTC)
     materialised_in_dagster: bool = False  # the asset is one of the user's own (not an external AssetSpec)
+    # the asset's partitions (the user's asset's, or the contract's declaration): a clause judged per
+    # partition gets them, when the object names its partition column
+    partitions_def: dg.PartitionsDefinition | None = None
+
+    @property
+    def per_partition(self) -> bool:
+        """Whether this check runs per partition (partitions.PARTITION_SCOPE) of a partitioned asset."""
+        # one column filters a time window or a static value; a multi-dimensional key has no one column
+        return (isinstance(self.partitions_def, (dg.TimeWindowPartitionsDefinition, dg.StaticPartitionsDefinition))
+                and partition_column(self.object) is not None
+                and scope_of(self.check.kind, self.check.params.get("query"))[0] == PER_PARTITION)
 
 
 def with_check_attributes(spec: dg.AssetCheckSpec, **changes: Any) -> dg.AssetCheckSpec:
@@ -82,7 +94,13 @@ class DqContractsTranslator:
             code_version=plan.version,
             freshness_policy=dg.FreshnessPolicy.time_window(
                 fail_window=dt.timedelta(seconds=freshness.fail_window_seconds)) if freshness else None,
+            partitions_def=self.partitions_def(data),
         )
+
+    def partitions_def(self, data: ContractObjectData) -> dg.PartitionsDefinition | None:
+        """The external table's partitions, from the object's `dagsterPartitions` declaration (your own
+        assets keep theirs: their checks take the asset's). Override to partition otherwise."""
+        return partitions_def_of(data.object.partitioning)
 
     def get_asset_check_spec(self, data: ContractCheckData) -> dg.AssetCheckSpec:
         plan, obj, check = data.contract, data.object, data.check
@@ -96,6 +114,7 @@ class DqContractsTranslator:
             blocking=check.blocking and data.materialised_in_dagster and data.target_asset_key is None,
             additional_deps=[data.target_asset_key] if data.target_asset_key else None,
             automation_condition=self.automation_condition(data),
+            partitions_def=data.partitions_def if data.per_partition else None,
             metadata={k: v for k, v in {
                 "dq_contracts/contract_id": plan.id,
                 "dq_contracts/contract_version": plan.version,
@@ -199,6 +218,33 @@ def checks_condition(crons: tuple[str, ...]) -> dg.AutomationCondition:
         condition = condition | dg.AutomationCondition.cron_tick_passed(cron, "UTC").with_label(
             f"contract cron {cron} (UTC)")
     return condition
+
+
+def partition_column(obj: ObjectPlan) -> str | None:
+    """The column a partition filters on: the declaration's, else the first `partitioned: true` one."""
+    if obj.partitioning is not None:
+        return obj.partitioning.column
+    return obj.partition_columns[0] if obj.partition_columns else None
+
+
+# The declaration's types as Dagster's partitions definitions (all in UTC, as the engine's windows).
+TIME_PARTITIONS = {"hourly": (dg.HourlyPartitionsDefinition, "%Y-%m-%d-%H:%M"),
+                   "daily": (dg.DailyPartitionsDefinition, "%Y-%m-%d"),
+                   "weekly": (dg.WeeklyPartitionsDefinition, "%Y-%m-%d"),
+                   "monthly": (dg.MonthlyPartitionsDefinition, "%Y-%m-%d")}
+
+
+@functools.lru_cache(maxsize=None)
+def partitions_def_of(partitioning: PartitionPlan | None) -> dg.PartitionsDefinition | None:
+    if partitioning is None:
+        return None
+    if partitioning.type not in TIME_PARTITIONS:
+        return dg.StaticPartitionsDefinition([str(v) for v in partitioning.values])
+    kind, spelling = TIME_PARTITIONS[partitioning.type]
+    start = dt.datetime.fromisoformat(str(partitioning.start))
+    end = dt.datetime.fromisoformat(partitioning.end) if partitioning.end else None
+    return kind(start_date=start.strftime(spelling), end_date=end.strftime(spelling) if end else None,
+                timezone="UTC")
 
 
 def clause_text(plan: ContractPlan, check: CheckPlan) -> str:

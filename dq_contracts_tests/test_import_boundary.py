@@ -8,7 +8,8 @@ from pathlib import Path
 import dq_contracts
 
 CORE = ["problems", "paths", "loader", "normalise", "validate", "plans", "compiler", "sqlrules", "core", "cli",
-        "sql", "runner", "connections", "checking", "demo", "kinds", "schema_check", "wording"]
+        "sql", "runner", "connections", "checking", "demo", "kinds", "schema_check", "wording",
+        "partitions"]
 
 
 def imported_modules(path: Path) -> set[str]:
