@@ -46,6 +46,11 @@ MEASURES_PER_STATEMENT = {"postgresql": 1500}
 DEFAULT_MEASURES_PER_STATEMENT = 2000
 # Distinct counts per statement (kinds._keys_apart): DuckDB holds a hash table for each at once.
 DISTINCT_COUNTS_PER_STATEMENT = {"duckdb": 50, "postgresql": 1500}
+# Dialects where a key column's repeated rows, its NULLs and its 5 smallest repeated keys come from
+# one GROUP BY (a bounded `min(key, 5)`), so a failing unique or primary key needs no second pass
+# for samples; PostgreSQL has no bounded aggregate, and its COUNT(DISTINCT …) is faster than its
+# hash GROUP BY (2M rows: 0.57 s against 2.37 s).
+KEY_GROUPS = {"duckdb"}
 
 
 @dataclass
@@ -341,7 +346,7 @@ def _run_checks(contract: ContractPlan, obj: ObjectPlan, engine: sa.Engine, chec
         for check in runnable:
             results[check.name] = _judged(check, scope, session, measured, result, failure)
         failing = [(c, results[c.name]) for c in runnable if not results[c.name].passed and results[c.name].error is None]
-        _add_samples(failing, scope, session, error_text)
+        _add_samples(failing, scope, session, error_text, measured)
     return [_worded(c, results[c.name]) for c in checks]
 
 
@@ -413,6 +418,7 @@ class Measured:
     errors: dict[str, Exception] = field(default_factory=dict)
     row_count: int | None = None
     sql: dict[str, str] = field(default_factory=dict)  # by measure key
+    samples: dict[str, list[Any]] = field(default_factory=dict)  # by measure key, where the measure found them
 
     def sql_of(self, key: str) -> str | None:
         return self.sql.get(key)
@@ -427,12 +433,20 @@ def _measure(checks: list[CheckPlan], scope: Scope, session: Session) -> Measure
     timeout or a lost server fails them all at once (running them again would only repeat it)."""
     measured = Measured()
     statements: list[dict[str, Any]] = [{"rows": sa.func.count()}, {}]
+    grouped: dict[str, dict[str, tuple[bool, Any]]] = {}  # key column -> measure key -> (primary key?, expression)
     for check in checks:
         kind = KINDS[check.kind]
         key, expression = kind.measure(check, scope)
         measured.key_of[check.name] = key
-        if not any(key in group for group in statements):
+        if any(key in group for group in statements) or any(key in g for g in grouped.values()):
+            continue
+        if kind.apart(check, scope.dialect) and scope.dialect in KEY_GROUPS:
+            grouped.setdefault(check.params["columns"][0], {})[key] = (check.kind == "primary_key", expression)
+        else:
             statements[1 if kind.apart(check, scope.dialect) else 0][key] = expression
+    for column, keys in grouped.items():
+        if not _run_key_groups(column, keys, scope, session, measured):  # else as distinct counts
+            statements[1].update({key: expression for key, (_, expression) in keys.items()})
     limits = (MEASURES_PER_STATEMENT.get(scope.dialect, DEFAULT_MEASURES_PER_STATEMENT),
               DISTINCT_COUNTS_PER_STATEMENT.get(scope.dialect, DEFAULT_MEASURES_PER_STATEMENT))
     for measures, most in zip(statements, limits):
@@ -442,6 +456,36 @@ def _measure(checks: list[CheckPlan], scope: Scope, session: Session) -> Measure
     rows = measured.values.get("rows")
     measured.row_count = int(rows) if rows is not None else None
     return measured
+
+
+def _run_key_groups(column: str, keys: dict[str, tuple[bool, Any]], scope: Scope, session: Session,
+                    measured: Measured) -> bool:
+    """One GROUP BY of a key column: its repeated rows, its NULL rows and (unless the column is
+    classified) its 5 smallest repeated keys. False if the statement failed for a reason of its own."""
+    col = scope.table.c[column]
+    groups = sa.select(col.label("k"), sa.func.count().label("n")).group_by(col).subquery("g")
+    present = groups.c.k.is_not(None)
+    measures = [sa.func.coalesce(sa.func.sum(groups.c.n - 1).filter(present), 0).label("repeated"),
+                sa.func.coalesce(sa.func.sum(groups.c.n).filter(groups.c.k.is_(None)), 0).label("nulls")]
+    described = scope.obj.column(column)
+    if not (described is not None and described.classified):  # never a classified value, not even held
+        measures.append(sa.func.min(groups.c.k, SAMPLE_LIMIT).filter(sa.and_(present, groups.c.n > 1))
+                        .label("repeated_keys"))
+    statement = sa.select(*measures).select_from(groups)
+    try:
+        row = session.run(lambda connection: connection.execute(statement).one())
+    except _TRANSIENT as exc:
+        measured.errors.update(dict.fromkeys(keys, exc))
+        return True
+    except Exception:  # noqa: BLE001 - measured again as distinct counts, where each error is its own
+        return False
+    sql = render(statement, session.engine)
+    for key, (is_key, _) in keys.items():
+        measured.values[key] = int(row.repeated) + (int(row.nulls) if is_key else 0)
+        measured.sql[key] = sql
+        if "repeated_keys" in row._fields:
+            measured.samples[key] = list(row.repeated_keys or [])
+    return True
 
 
 def _run_measures(measures: dict[str, Any], scope: Scope, session: Session, measured: Measured) -> None:
@@ -482,7 +526,7 @@ def _count_of(result: CheckResult) -> int | None:
 
 
 def _add_samples(failing: list[tuple[CheckPlan, CheckResult]], scope: Scope, session: Session,
-                 error_text: Any) -> None:
+                 error_text: Any, measured: Measured | None = None) -> None:
     """Only after a failure: a few offending values, never of a classified column, for every failing
     clause of the table in at most two statements: one scan that reads all the offending rows of the
     clauses that have few, and one row of bounded subqueries for the others (the first rows each
@@ -500,7 +544,10 @@ def _add_samples(failing: list[tuple[CheckPlan, CheckResult]], scope: Scope, ses
                 result.details["samples_withheld"] = "the column is classified; sample values are never fetched"
                 continue
             count = _count_of(result)
-            if kind.violation is not None and count is not None and count <= RARE_ROWS:
+            found = measured.samples.get(measured.key_of.get(check.name, "")) if measured is not None else None
+            if found is not None:  # the measure's own GROUP BY found them
+                result.samples = _keep(found)
+            elif kind.violation is not None and count is not None and count <= RARE_ROWS:
                 rare.append((check, result))
             elif kind.violation is not None:
                 column = scope.table.c[check.params["column"]]
