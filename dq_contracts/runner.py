@@ -356,9 +356,15 @@ def _judged(check: CheckPlan, scope: Scope, session: Session, measured: Measured
     kind = KINDS[check.kind]
     judge = kind.judge or judge_count
     key = measured.key_of.get(check.name)
-    sql = measured.sql_of(key) if key is not None else None  # what measures it, for a debug log
+    measuring = measured.sql.get(key) if key is not None else None  # what measures it, for a debug log
     own = _own_sql(check, scope, session.engine)  # what a person runs to see the rows at fault
     ran: list[str | None] = []
+
+    def sqls() -> dict[str, Any]:
+        """The clause's own query for people (else what ran), and what measured it."""
+        sql = next((r for r in ran if r), measuring)
+        return {"sql": own if own is not None or key is not None else sql, "aggregate_sql": sql}
+
     try:
         if key is not None:
             if key in measured.errors:
@@ -374,15 +380,12 @@ def _judged(check: CheckPlan, scope: Scope, session: Session, measured: Measured
             raw = session.run(evaluate)
         verdict = judge(check, raw, measured.row_count, scope)
     except Exception as exc:  # one check's exception is that check's failed result
-        sql = next((r for r in ran if r), sql)
-        outcome = failure(check, exc, sql=own if own is not None or key is not None else sql, aggregate_sql=sql)
+        outcome = failure(check, exc, **sqls())
         if kind.hint and not isinstance(exc, (Unmeasurable, *_TRANSIENT)):
             outcome.error = f"{kind.hint.format(**check.params)}: {outcome.error}"
         return outcome
-    sql = next((r for r in ran if r), sql)
     return result(check, passed=verdict.passed, observed=verdict.observed, row_count=measured.row_count,
-                  sql=own if own is not None or key is not None else sql, aggregate_sql=sql,
-                  error=verdict.error, details=verdict.details)
+                  error=verdict.error, details=verdict.details, **sqls())
 
 
 def _own_sql(check: CheckPlan, scope: Scope, engine: sa.Engine) -> str | None:
@@ -420,9 +423,6 @@ class Measured:
     sql: dict[str, str] = field(default_factory=dict)  # by measure key
     samples: dict[str, list[Any]] = field(default_factory=dict)  # by measure key, where the measure found them
 
-    def sql_of(self, key: str) -> str | None:
-        return self.sql.get(key)
-
 
 def _measure(checks: list[CheckPlan], scope: Scope, session: Session) -> Measured:
     """The one scan: every measure of the table as a column of one SELECT, each shared measure once,
@@ -434,12 +434,14 @@ def _measure(checks: list[CheckPlan], scope: Scope, session: Session) -> Measure
     measured = Measured()
     statements: list[dict[str, Any]] = [{"rows": sa.func.count()}, {}]
     grouped: dict[str, dict[str, tuple[bool, Any]]] = {}  # key column -> measure key -> (primary key?, expression)
+    seen = {"rows"}  # a measure two checks share is built once (a wide table has thousands)
     for check in checks:
         kind = KINDS[check.kind]
         key, expression = kind.measure(check, scope)
         measured.key_of[check.name] = key
-        if any(key in group for group in statements) or any(key in g for g in grouped.values()):
+        if key in seen:
             continue
+        seen.add(key)
         if kind.apart(check, scope.dialect) and scope.dialect in KEY_GROUPS:
             grouped.setdefault(check.params["columns"][0], {})[key] = (check.kind == "primary_key", expression)
         else:

@@ -13,44 +13,11 @@ import yaml
 
 from dq_contracts.checking import Warehouses, run_contract
 from dq_contracts.core import load_contracts
+from dq_contracts_tests.orders_contract import ORDERS
 
-STATUSES = ["placed", "paid", "shipped", "delivered", "cancelled"]
-
-# 20 checks on one table: 19 clauses and the schema check.
-CONTRACT = {
-    "apiVersion": "v3.2.0", "kind": "DataContract", "id": "urn:trips:orders", "version": "1.0.0",
-    "status": "active", "servers": [{"server": "wh", "type": "postgres", "schema": "public"}],  # + the test server's endpoint
-    "schema": [{
-        "name": "orders", "physicalName": "orders", "physicalType": "table",
-        "properties": [
-            {"name": "order_id", "logicalType": "integer", "physicalType": "BIGINT", "primaryKey": True,
-             "required": True},
-            {"name": "order_number", "logicalType": "string", "physicalType": "VARCHAR", "unique": True},
-            {"name": "customer_id", "logicalType": "integer", "physicalType": "BIGINT", "required": True,
-             "logicalTypeOptions": {"minimum": 1}},
-            {"name": "status", "logicalType": "string", "physicalType": "VARCHAR",
-             "enum": [{"value": s} for s in STATUSES],
-             "quality": [{"metric": "invalidValues", "arguments": {"validValues": STATUSES}, "mustBe": 0,
-                          "severity": "warning"}]},
-            {"name": "order_total", "logicalType": "number", "physicalType": "DECIMAL(12,2)",
-             "logicalTypeOptions": {"minimum": 0, "maximum": 100000},
-             "quality": [{"metric": "nullValues", "mustBeLessThan": 1, "unit": "percent"}]},
-            {"name": "currency", "logicalType": "string", "physicalType": "VARCHAR",
-             "logicalTypeOptions": {"minLength": 3, "maxLength": 3, "pattern": "^[A-Z]{3}$"}},
-            {"name": "email", "logicalType": "string", "physicalType": "VARCHAR",
-             "logicalTypeOptions": {"format": "email"}},
-            {"name": "discount_code", "logicalType": "string", "physicalType": "VARCHAR",
-             "quality": [{"metric": "missingValues", "arguments": {"missingValues": [None, "", "N/A"]},
-                          "mustBeLessThan": 95, "unit": "percent"}]},
-            {"name": "created_at", "logicalType": "timestamp", "physicalType": "TIMESTAMP", "required": True},
-        ],
-        "quality": [
-            {"metric": "rowCount", "mustBeBetween": [1, 100_000_000]},
-            {"metric": "duplicateValues", "arguments": {"properties": ["customer_id", "created_at"]}, "mustBe": 0},
-        ],
-    }],
-    "slaProperties": [{"property": "latency", "value": 1, "unit": "d", "element": "orders.created_at"}],
-}
+# 20 checks on one table: 19 clauses and the schema check (the benchmark's contract too).
+CONTRACT = {**ORDERS, "id": "urn:trips:orders",
+            "servers": [{"server": "wh", "type": "postgres", "schema": "public"}]}  # + the test server's endpoint
 
 NOW = dt.datetime(2026, 6, 1, 12, tzinfo=dt.timezone.utc)
 DDL = ("CREATE TABLE orders (order_id BIGINT, order_number VARCHAR, customer_id BIGINT, status VARCHAR, "
