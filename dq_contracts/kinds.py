@@ -93,7 +93,7 @@ class Kind:
     # scan shared by every failing clause of the table
     violation: Violation | None = None
     # whether the measure goes to the table's statement of distinct counts (see _keys_apart)
-    apart: Callable[[CheckPlan, str], bool] = lambda check, dialect: False  # noqa: E731
+    apart: Callable[[CheckPlan], bool] = lambda check: False  # noqa: E731
     # the clause's own query, for people: the offending rows (or, where there are none to list, the
     # one value the clause judges); never run by the engine
     failing_rows: FailingRows | None = None
@@ -311,7 +311,7 @@ def _duplicates(check: CheckPlan, scope: Scope) -> tuple[str, ColumnElement]:
     return prefix + _single(check), (sa.func.count() - sa.func.count(col)) + extra if is_key else extra
 
 
-def _keys_apart(check: CheckPlan, dialect: str) -> bool:
+def _keys_apart(check: CheckPlan) -> bool:
     """A single column's distinct count goes to a statement of distinct counts (measured, 2M rows,
     19 clauses): PostgreSQL plans no parallel workers for an aggregate holding COUNT(DISTINCT …)
     (3.98 s in one statement; 1.72 s for the rest, in parallel, + 2.08 s of distinct counts), and

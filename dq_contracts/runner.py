@@ -442,10 +442,11 @@ def _measure(checks: list[CheckPlan], scope: Scope, session: Session) -> Measure
         if key in seen:
             continue
         seen.add(key)
-        if kind.apart(check, scope.dialect) and scope.dialect in KEY_GROUPS:
+        apart = kind.apart(check)
+        if apart and scope.dialect in KEY_GROUPS:
             grouped.setdefault(check.params["columns"][0], {})[key] = (check.kind == "primary_key", expression)
         else:
-            statements[1 if kind.apart(check, scope.dialect) else 0][key] = expression
+            statements[1 if apart else 0][key] = expression
     for column, keys in grouped.items():
         if not _run_key_groups(column, keys, scope, session, measured):  # else as distinct counts
             statements[1].update({key: expression for key, (_, expression) in keys.items()})
