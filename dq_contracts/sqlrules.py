@@ -8,23 +8,27 @@ even inside a CTE. Queries also run inside a read-only transaction: this is the 
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
-
-import sqlglot
-from sqlglot import exp
 
 _PLACEHOLDER = re.compile(r"\$?\{([A-Za-z_][A-Za-z0-9_]*)\}")
 TABLE_PLACEHOLDERS = {"object", "table", "model"}
 COLUMN_PLACEHOLDERS = {"property", "column", "field"}
 
-_WRITES = tuple(
-    getattr(exp, name)
-    for name in ("Insert", "Update", "Delete", "Merge", "Create", "Drop", "Alter", "Command", "Into",
-                 "Copy", "TruncateTable", "Transaction", "Commit", "Rollback", "Set", "Grant", "Revoke",
-                 "Use", "Pragma", "Analyze", "Refresh", "LoadData", "Attach", "Detach", "Install", "Lock")
-    if hasattr(exp, name)
-)
+_WRITE_NODES = ("Insert", "Update", "Delete", "Merge", "Create", "Drop", "Alter", "Command", "Into", "Copy",
+                "TruncateTable", "Transaction", "Commit", "Rollback", "Set", "Grant", "Revoke", "Use", "Pragma",
+                "Analyze", "Refresh", "LoadData", "Attach", "Detach", "Install", "Lock")
+
+
+@functools.cache
+def _writes() -> tuple[type, ...]:
+    """sqlglot's data-changing node types. sqlglot is imported on the first SQL rule judged, not with
+    the package: it costs a tenth of a second or more of every process's start-up, and most
+    contracts hold no SQL rule."""
+    from sqlglot import exp
+
+    return tuple(getattr(exp, name) for name in _WRITE_NODES if hasattr(exp, name))
 # The allow-list: the function families a data-quality rule needs, all read-only and local to the
 # rows they are given. Anything else is refused: functions that run SQL given as text
 # (query_to_xml, query), touch files or the network (read_csv, pg_read_file, dblink), the session
@@ -114,6 +118,10 @@ def read_only_refusal(sql: str, dialect: str | None) -> str | None:
     """None when `sql` is one read-only query; otherwise why it is refused."""
     if not sql.strip():
         return "the query is empty"
+    import sqlglot
+    from sqlglot import exp
+
+    writes = _writes()
     try:
         statements = [s for s in sqlglot.parse(sql, read=dialect or None) if s is not None]
     except sqlglot.errors.SqlglotError as exc:
@@ -130,7 +138,7 @@ def read_only_refusal(sql: str, dialect: str | None) -> str | None:
             return "the query is not SQL (plain text?); one SELECT is allowed"
         return f"the query is {'an' if kind[0] in 'AEIOU' else 'a'} {kind}, not a SELECT"
     for node in root.walk():
-        if isinstance(node, _WRITES):
+        if isinstance(node, writes):
             return f"the query contains {node.key.upper()}; only reads are allowed"
         if isinstance(node, exp.Lock):
             return "the query locks rows (FOR UPDATE/SHARE); only plain reads are allowed"
@@ -147,6 +155,9 @@ def read_only_refusal(sql: str, dialect: str | None) -> str | None:
 def may_show_values(sql: str, dialect: str | None, columns: set[str]) -> bool:
     """Whether a rule's result could be a value of one of `columns` (not only a count of rows): it
     names one of them and its result is anything but COUNT(...). Unparseable: assume it could."""
+    import sqlglot
+    from sqlglot import exp
+
     try:
         root = sqlglot.parse_one(sql, read=dialect or None)
     except Exception:
