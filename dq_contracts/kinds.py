@@ -364,7 +364,7 @@ LAST_SQL = "dq_contracts_last_sql"  # connection.info key: the SQL a kind ran, s
 def readable(statement: Any, engine: sa.Engine) -> str:
     """A statement's SQL for people to read: values rendered, a SQL rule's text as written (its
     `{partition}` values rendered too)."""
-    if isinstance(statement, sa.TextClause) and not statement._bindparams:
+    if isinstance(statement, sa.TextClause) and not statement.compile().params:  # no value bound to it
         return statement.text
     return render(statement, engine)
 

@@ -13,6 +13,9 @@ from dagster._core.storage.asset_check_execution_record import AssetCheckExecuti
 from dq_contracts.plans import ContractPlan
 
 STATUSES = ("pass", "warn", "fail", "error", "not_run")
+# A partitioned clause's status is the worst of its partitions' latest ones: a bad day stays
+# visible after a good day is checked.
+WORST_FIRST = ("fail", "error", "warn", "not_run", "pass")
 
 
 def _status(record: Any) -> str:
@@ -32,6 +35,26 @@ def _status(record: Any) -> str:
     return "fail" if evaluation.severity == dg.AssetCheckSeverity.ERROR else "warn"
 
 
+def _when(record: Any) -> str | None:
+    return dt.datetime.fromtimestamp(record.create_timestamp, dt.timezone.utc).isoformat() if record else None
+
+
+def _partitions(instance: dg.DagsterInstance, key: dg.AssetCheckKey) -> list[dict[str, Any]]:
+    """Each partition's latest status of a partitioned check (an evaluation of the whole table, with
+    no partition, is one more entry), in partition order."""
+    from dagster._core.event_api import PartitionKeyFilter
+
+    storage = instance.event_log_storage
+    out = []
+    for info in sorted(storage.get_asset_check_partition_info([key]), key=lambda i: (i.partition_key is None,
+                                                                                    i.partition_key or "")):
+        latest = storage.get_latest_asset_check_execution_by_key(
+            [key], partition_filter=PartitionKeyFilter(key=info.partition_key)).get(key)
+        out.append({"partition": info.partition_key, "status": _status(latest), "last_run_at": _when(latest),
+                    "run_id": latest.run_id if latest is not None else None})
+    return out
+
+
 def build_report(plans: list[ContractPlan], instance: dg.DagsterInstance) -> dict[str, Any]:
     contracts = []
     for plan in sorted(plans, key=lambda p: (p.id, p.version)):
@@ -42,14 +65,16 @@ def build_report(plans: list[ContractPlan], instance: dg.DagsterInstance) -> dic
         for obj in plan.objects:
             clauses = []
             for check in obj.checks:
-                record = latest.get(keys[(obj.name, check.name)])
-                clauses.append({
-                    "name": check.name, "clause": check.clause, "severity": check.severity,
-                    "status": _status(record),
-                    "last_run_at": dt.datetime.fromtimestamp(record.create_timestamp, dt.timezone.utc).isoformat()
-                    if record is not None else None,
-                    "run_id": record.run_id if record is not None else None,
-                })
+                key = keys[(obj.name, check.name)]
+                record = latest.get(key)
+                clause = {"name": check.name, "clause": check.clause, "severity": check.severity,
+                          "status": _status(record), "last_run_at": _when(record),
+                          "run_id": record.run_id if record is not None else None}
+                if record is not None and record.partition is not None:  # a partitioned check
+                    partitions = _partitions(instance, key)
+                    clause["partitions"] = partitions
+                    clause["status"] = min((p["status"] for p in partitions), key=WORST_FIRST.index)
+                clauses.append(clause)
             assets.append({"asset_key": "/".join(obj.asset_key), "clauses": clauses})
         contracts.append({"id": plan.id, "version": plan.version, "file": plan.file, "assets": assets,
                           "not_enforced": len(plan.not_enforced)})
@@ -89,8 +114,10 @@ def report_text(report: dict[str, Any]) -> str:
         lines.append(f"{contract['id']} {contract['version']}: {summary}  not_enforced {contract['not_enforced']}")
         for asset in contract["assets"]:
             for clause in asset["clauses"]:
-                if clause["status"] != "pass":
-                    when = clause["last_run_at"] or "never"
-                    lines.append(f"  {clause['status']:<7} {asset['asset_key']}.{clause['name']}  (last run {when})")
+                for p in clause.get("partitions") or [clause]:
+                    if p["status"] != "pass":
+                        where = f"partition {p['partition']}, " if p.get("partition") else ""
+                        lines.append(f"  {p['status']:<7} {asset['asset_key']}.{clause['name']}  "
+                                     f"({where}last run {p['last_run_at'] or 'never'})")
     lines.append("total: " + "  ".join(f"{s} {n}" for s, n in totals.items()))
     return "\n".join(lines)

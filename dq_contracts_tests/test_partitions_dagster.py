@@ -11,7 +11,8 @@ import pytest
 import sqlalchemy as sa
 import yaml
 
-from dq_contracts import build_contract_defs
+from dq_contracts import build_contract_defs, load_contracts
+from dq_contracts.report import build_report, report_text
 from dq_contracts_tests.conftest import run_checks
 from dq_contracts_tests.test_partitions import BAD_DAY, CONTRACT, GOOD_DAY, ROWS, SEMANTICS, fill
 
@@ -85,6 +86,17 @@ def test_an_external_partitioned_table_is_checked_partition_by_partition(tmp_pat
     metadata = next(e for e in runs[BAD_DAY].get_asset_check_evaluations() if e.check_name == "amount__minimum").metadata
     assert metadata["dq_contracts/partition"].value == BAD_DAY
     assert f"'{BAD_DAY}'" in metadata["dq_contracts/sql"].value  # the failing rows of that day only
+    # `dq-contracts report`: the bad day stays failed after a good day was checked last
+    clauses = {c["name"]: c for c in build_report(load_contracts([tmp_path]).usable_plans, instance)
+               ["contracts"][0]["assets"][0]["clauses"]}
+    assert clauses["amount__minimum"]["status"] == "fail"
+    assert [(p["partition"], p["status"]) for p in clauses["amount__minimum"]["partitions"]] == [
+        (GOOD_DAY, "pass"), (BAD_DAY, "fail"), ("2026-06-03", "pass")]
+    assert clauses["row_count"]["status"] == "fail"  # on the bad day only
+    assert clauses["has_rows"]["status"] == "pass" and "partitions" not in clauses["has_rows"]  # table-wide
+    assert f"fail    events.amount__minimum  (partition {BAD_DAY}, last run" in report_text(
+        {"contracts": [{"id": "x", "version": "1", "not_enforced": 0, "assets": [
+            {"asset_key": "events", "clauses": [clauses["amount__minimum"]]}]}]})
     # a run with no partition key (a schedule, a job of the user's) checks the whole table
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
