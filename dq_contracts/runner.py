@@ -277,21 +277,26 @@ def run_object(
     common = dict(schema=schema, now=now, timeout_seconds=timeout_seconds, secrets=secrets, files=files)
     if partition is None:
         return _run_checks(contract, obj, engine, checks, **common)
-    # two passes, each with its own scan: the partition's clauses on its rows, the others on the table
+    # two passes, each with its own scan, in one session: the partition's clauses on its rows, the
+    # others on the whole table
     per = {c.name: scope_of(c.kind, c.params.get("query"))[0] == PER_PARTITION for c in checks}
     wide = [c for c in checks if not per[c.name]]
     each = [c for c in checks if per[c.name]]
-    done = {r.name: r for r in (_run_checks(contract, obj, engine, wide, **common) if wide else [])}
-    for r in _run_checks(contract, obj, engine, each, partition=partition, **common) if each else []:
-        r.partition = partition.key
-        done[r.name] = r
+    with Session(engine, timeout_seconds) as session:
+        done = {r.name: r for r in (_run_checks(contract, obj, engine, wide, session=session, **common)
+                                    if wide else [])}
+        for r in _run_checks(contract, obj, engine, each, partition=partition, session=session,
+                             **common) if each else []:
+            r.partition = partition.key
+            done[r.name] = r
     return [done[c.name] for c in checks]
 
 
 def _run_checks(contract: ContractPlan, obj: ObjectPlan, engine: sa.Engine, checks: list[CheckPlan], *,
                 schema: str | None, now: dt.datetime, timeout_seconds: float, secrets: list[str], files: Any,
-                partition: Partition | None = None) -> list[CheckResult]:
-    """run_object's work for `checks`, every one of them on the partition's rows when one is given."""
+                partition: Partition | None = None, session: Session | None = None) -> list[CheckResult]:
+    """run_object's work for `checks`, every one of them on the partition's rows when one is given;
+    in `session` when given (the caller closes it), else in one of its own."""
     results: dict[str, CheckResult] = {}
 
     def result(check: CheckPlan, **kwargs: Any) -> CheckResult:
@@ -340,7 +345,7 @@ def _run_checks(contract: ContractPlan, obj: ObjectPlan, engine: sa.Engine, chec
     except Exception as exc:  # a name this dialect cannot quote: every check says so
         return [_worded(c, results.get(c.name) or failure(c, exc)) for c in checks]
 
-    with Session(engine, timeout_seconds) as session:
+    with contextlib.nullcontext(session) if session is not None else Session(engine, timeout_seconds) as session:
         aggregated = [c for c in runnable if uses_aggregate(c)]
         measured = _measure(aggregated, scope, session)
         for check in runnable:
