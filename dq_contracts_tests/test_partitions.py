@@ -292,6 +292,22 @@ def test_without_a_partition_the_whole_table_is_read_as_before(plan, engine):
     assert "partition" not in results["row_count"].to_json()
 
 
+
+def test_a_partition_with_only_the_schema_table_wide_reads_no_whole_table(plan, engine):
+    """The schema check reads the catalog: checking one partition must not also count the whole
+    table (a full scan on PostgreSQL) for a check that measures nothing."""
+    events = plan.object("events")
+    statements: list[str] = []
+    sa.event.listen(engine, "before_cursor_execute", lambda conn, cur, sql, *a: statements.append(sql))
+    chosen = {name for name, scope, *_ in SEMANTICS if scope == "partition"} | {"schema"}
+    results = {r.name: r for r in run_object(plan, events, engine, now=NOW, selected=chosen,
+                                             partition=partition_for(events.partitioning, GOOD_DAY))}
+    assert set(results) == chosen and all(r.passed for r in results.values()), results
+    whole = [sql for sql in statements if "events" in sql and "information_schema" not in sql.lower()
+             and "duckdb_columns" not in sql.lower() and "dq_partition" not in sql and '"day" >=' not in sql]
+    assert whole == []
+
+
 # --- the CLI -------------------------------------------------------------------------------------------
 
 def cli(cwd, *args):
