@@ -96,3 +96,36 @@ def test_a_sql_rule_on_files_fails_with_the_reason(tmp_path):
                           capture_output=True, text=True, timeout=120, check=False)
     results = {r["name"]: r for r in json.loads(proc.stdout)["results"]}
     assert not results["custom"]["passed"] and "not run on file servers" in results["custom"]["error"]
+
+
+DAYS = "(VALUES (1, DATE '2026-06-01', 5), (2, DATE '2026-06-01', 7), (3, DATE '2026-06-02', -1)) t(id, day, amount)"
+PARTITIONED = {
+    "apiVersion": "v3.1.0", "kind": "DataContract", "id": "lake_days", "version": "1.0.0", "status": "active",
+    "schema": [{"name": "sales", "physicalType": "file", "properties": [
+        {"name": "id", "logicalType": "integer", "required": True},
+        {"name": "day", "logicalType": "date", "partitioned": True},
+        {"name": "amount", "logicalType": "integer", "logicalTypeOptions": {"minimum": 0}},
+    ], "customProperties": [{"property": "dagsterPartitions", "value": {"type": "daily", "start": "2026-06-01"}}]}],
+}
+
+
+@pytest.mark.parametrize("key, failing, rows", [
+    ("2026-06-01", [], 2),
+    ("2026-06-02", ["amount__minimum"], 1),
+])
+@pytest.mark.parametrize("fmt, options, suffix", FORMATS[:2], ids=[f[0] for f in FORMATS[:2]])
+def test_a_partition_of_files_reads_its_rows_only(tmp_path, fmt, options, suffix, key, failing, rows):
+    (tmp_path / "data").mkdir()
+    con = duckdb.connect()
+    con.execute(f"COPY (SELECT * FROM {DAYS}) TO '{tmp_path / 'data' / ('sales.' + suffix)}' {options}")
+    con.close()
+    doc = {**PARTITIONED, "servers": [{"server": "lake", "type": "local", "format": fmt,
+                                       "path": f"data/{{model}}.{suffix}"}]}
+    (tmp_path / "lake.odcs.yaml").write_text(yaml.safe_dump(doc))
+    proc = subprocess.run([sys.executable, "-m", "dq_contracts.cli", "check", "lake.odcs.yaml", "--partition", key,
+                           "--format", "json"], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == (1 if failing else 0), proc.stderr
+    results = {r["name"]: r for r in json.loads(proc.stdout)["results"]}
+    assert all(r["error"] is None for r in results.values()), results
+    assert sorted(n for n, r in results.items() if not r["passed"]) == failing
+    assert results["amount__minimum"]["partition"] == key and results["amount__minimum"]["row_count"] == rows
