@@ -22,7 +22,7 @@ from dq_contracts.checking import Warehouses, choose_server, failed_results, run
 from dq_contracts.compiler import dagster_name, schedule_name, short_prefixes  # noqa: F401 - re-exported
 from dq_contracts.core import load_contracts
 from dq_contracts.kinds import Scope
-from dq_contracts.partitions import Partition, window_partition
+from dq_contracts.partitions import Partition, multi_partition, window_partition
 from dq_contracts.plans import CheckPlan, ContractPlan, ObjectPlan
 from dq_contracts.problem_defs import problem_defs
 from dq_contracts.problems import ContractError
@@ -31,7 +31,8 @@ from dq_contracts.runner import CheckResult, read_only, scrub
 from dq_contracts.schema_check import read_catalog
 from dq_contracts.sql import table_for
 from dq_contracts.specs import ObjectSpecs, build_contract_specs
-from dq_contracts.translator import DqContractsTranslator, clause_text, partition_column, tag_value
+from dq_contracts.translator import (DqContractsTranslator, clause_text, dimension_columns, partition_column,
+                                     tag_value)
 
 log = logging.getLogger("dq_contracts")
 
@@ -184,15 +185,25 @@ def _checks_op(name: str, plan: ContractPlan, obj: ObjectPlan, pairs: list[tuple
 
 def _partition_of(context: Any, obj: ObjectPlan, partitions: dg.PartitionsDefinition | None) -> Partition | None:
     """The run's partition of a partitioned op, in ODCS words: a time window or a static value of the
-    object's partition column. None for the whole table (an op of table-wide clauses, or a run with no
-    partition key)."""
+    object's partition column, or one of each dimension's column for a multi-partitioned asset. None
+    for the whole table (an op of table-wide clauses, or a run with no partition key)."""
     if partitions is None or not context.has_partition_key:
         return None
-    key, column = context.partition_key, partition_column(obj)
+    key = context.partition_key
+    if isinstance(partitions, dg.MultiPartitionsDefinition):
+        columns = dimension_columns(obj, partitions) or {}
+        by_dimension = partitions.get_partition_key_from_str(key).keys_by_dimension
+        return multi_partition(key, tuple(
+            _one_partition(by_dimension[d.name], obj, columns[d.name], d.partitions_def)
+            for d in partitions.partitions_defs))
+    return _one_partition(key, obj, partition_column(obj), partitions)
+
+
+def _one_partition(key: str, obj: ObjectPlan, column: str, partitions: dg.PartitionsDefinition) -> Partition:
     declared = obj.column(column)
     logical = (declared.logical_type or "").lower() or None if declared is not None else None
     if isinstance(partitions, dg.TimeWindowPartitionsDefinition):
-        window = context.partition_time_window
+        window = partitions.time_window_for_partition_key(key)
         return window_partition(key, column, logical, window.start, window.end)
     values = obj.partitioning.values if obj.partitioning is not None else ()
     return Partition(key, column, logical, value=next((v for v in values if str(v) == key), key))

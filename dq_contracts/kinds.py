@@ -55,7 +55,7 @@ class Scope:
         """The object's table with `columns`: with a partition, the subquery of its rows only."""
         if self.partition is None:
             return self.other_table(self.obj.physical_name, columns)
-        table = self.other_table(self.obj.physical_name, [*columns, self.partition.column])
+        table = self.other_table(self.obj.physical_name, [*columns, *self.partition.columns])
         return restricted(table, columns, self.partition, self.obj.physical_name.split(".")[-1])
 
 
@@ -417,7 +417,7 @@ def _rule_statement(check: CheckPlan, scope: Scope) -> sa.TextClause:
     if scope.partition is None or "{partition}" not in str(check.params["query"]):
         return sa.text(verdict.sql)
     # judged with `{partition}` always true; run with the partition's filter, its values bound
-    condition, values = partition_condition(scope.partition.column, scope.partition, scope.preparer.dialect)
+    condition, values = partition_condition(scope.partition, scope.preparer.dialect)
     sql, _ = substitute(str(check.params["query"]), qualified, column, partition=f"({condition})")
     return sa.text(sql).bindparams(**values)
 

@@ -95,7 +95,8 @@ class PartitionPlan:
 @dataclass(frozen=True)
 class Partition:
     """One partition to check: its key, and the rows it selects (a time window [start, end), or the
-    rows whose column equals `value`)."""
+    rows whose column equals `value`). A partition of several dimensions (Dagster's multi-partitions:
+    a day and a region) selects the rows every one of its `parts` selects; its column is the first's."""
 
     key: str
     column: str
@@ -103,10 +104,21 @@ class Partition:
     start: dt.datetime | None = None  # naive UTC
     end: dt.datetime | None = None
     value: Any = None
+    parts: tuple[Partition, ...] = ()  # one per dimension, of a multi-dimensional partition
 
     @property
     def time_window(self) -> bool:
         return self.start is not None
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """Every column the partition filters on."""
+        return tuple(p.column for p in self.parts) if self.parts else (self.column,)
+
+
+def multi_partition(key: str, parts: tuple[Partition, ...]) -> Partition:
+    """The partition of several dimensions, each a Partition of its own column."""
+    return Partition(key, parts[0].column, parts[0].logical_type, parts=parts)
 
 
 class PartitionKeyError(ValueError):

@@ -6,6 +6,8 @@ names, regular expressions, compound keys, anti-joins, and rendering for people 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from typing import Any
 
 import sqlalchemy as sa
@@ -60,26 +62,34 @@ def _partition_bound(moment: Any, logical_type: str | None, name: str) -> Column
     return sa.cast(sa.bindparam(name, text, type_=sa.String), sa.DateTime)
 
 
-def partition_filter(column: ColumnElement, partition: Any) -> ColumnElement:
+def partition_filter(column_of: Callable[[str], ColumnElement], partition: Any) -> ColumnElement:
     """The rows of one partition (partitions.Partition): `col >= :start AND col < :end` for a time
-    window, `col = :value` for a static one; values bound, never written into the SQL."""
+    window, `col = :value` for a static one, each dimension's for a multi-dimensional one; values
+    bound, never written into the SQL. `column_of` gives the column of a name (`table.c.__getitem__`)."""
+    if partition.parts:  # a name per dimension: dq_partition_start_1, dq_partition_value_2, ...
+        return sa.and_(*(_one_filter(column_of(p.column), p, f"_{n}") for n, p in enumerate(partition.parts, 1)))
+    return _one_filter(column_of(partition.column), partition, "")
+
+
+def _one_filter(column: ColumnElement, partition: Any, suffix: str) -> ColumnElement:
     if partition.time_window:
-        return sa.and_(column >= _partition_bound(partition.start, partition.logical_type, "dq_partition_start"),
-                       column < _partition_bound(partition.end, partition.logical_type, "dq_partition_end"))
-    return column == sa.bindparam("dq_partition_value", partition.value)
+        return sa.and_(
+            column >= _partition_bound(partition.start, partition.logical_type, f"dq_partition_start{suffix}"),
+            column < _partition_bound(partition.end, partition.logical_type, f"dq_partition_end{suffix}"))
+    return column == sa.bindparam(f"dq_partition_value{suffix}", partition.value)
 
 
 def restricted(table: Any, columns: list[str], partition: Any, name: str) -> Any:
     """`(SELECT <columns> FROM t WHERE <partition>) AS <name>`: the table as one partition, so every
     statement built on it (measures, samples, failing rows) reads the partition only, unchanged."""
     selected = [table.c[c] for c in dict.fromkeys(columns)] or [table.c[partition.column]]
-    return sa.select(*selected).where(partition_filter(table.c[partition.column], partition)).subquery(quoted(name))
+    return sa.select(*selected).where(partition_filter(table.c.__getitem__, partition)).subquery(quoted(name))
 
 
-def partition_condition(column: str, partition: Any, dialect: Any) -> tuple[str, dict[str, Any]]:
+def partition_condition(partition: Any, dialect: Any) -> tuple[str, dict[str, Any]]:
     """A SQL rule's `{partition}`: the same filter, compiled by the server's dialect with named
     parameters (`:dq_partition_start`), and the values to bind to them."""
-    compiled = partition_filter(sa.column(quoted(column)), partition).compile(
+    compiled = partition_filter(lambda name: sa.column(quoted(name)), partition).compile(
         dialect=type(dialect)(paramstyle="named"))
     return str(compiled), dict(compiled.params)
 

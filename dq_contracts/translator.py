@@ -64,10 +64,14 @@ class ContractCheckData:
     @property
     def per_partition(self) -> bool:
         """Whether this check runs per partition (partitions.PARTITION_SCOPE) of a partitioned asset."""
-        # one column filters a time window or a static value; a multi-dimensional key has no one column
-        return (isinstance(self.partitions_def, (dg.TimeWindowPartitionsDefinition, dg.StaticPartitionsDefinition))
-                and partition_column(self.object) is not None
-                and scope_of(self.check.kind, self.check.params.get("query"))[0] == PER_PARTITION)
+        # one column filters a time window or a static value; a multi-dimensional key one column per
+        # dimension, each named as the dimension
+        if isinstance(self.partitions_def, dg.MultiPartitionsDefinition):
+            filterable = dimension_columns(self.object, self.partitions_def) is not None
+        else:
+            filterable = (isinstance(self.partitions_def, ONE_DIMENSION)
+                          and partition_column(self.object) is not None)
+        return filterable and scope_of(self.check.kind, self.check.params.get("query"))[0] == PER_PARTITION
 
 
 def with_check_attributes(spec: dg.AssetCheckSpec, **changes: Any) -> dg.AssetCheckSpec:
@@ -225,6 +229,27 @@ def partition_column(obj: ObjectPlan) -> str | None:
     if obj.partitioning is not None:
         return obj.partitioning.column
     return obj.partition_columns[0] if obj.partition_columns else None
+
+
+ONE_DIMENSION = (dg.TimeWindowPartitionsDefinition, dg.StaticPartitionsDefinition)
+
+
+def dimension_columns(obj: ObjectPlan, partitions_def: dg.MultiPartitionsDefinition) -> dict[str, str] | None:
+    """The column each dimension of a multi-partitioned asset filters on: the property named as the
+    dimension (its physical name, else its name, in any case); None unless every dimension, each of
+    a time window or static values, has one."""
+    named = {}
+    for column in obj.columns:
+        for name in (column.name, column.physical_name):
+            if name:
+                named.setdefault(name.lower(), column.physical_name or column.name)
+    out = {}
+    for dimension in partitions_def.partitions_defs:
+        column = named.get(dimension.name.lower())
+        if column is None or not isinstance(dimension.partitions_def, ONE_DIMENSION):
+            return None
+        out[dimension.name] = column
+    return out
 
 
 # The declaration's types as Dagster's partitions definitions (all in UTC, as the engine's windows).

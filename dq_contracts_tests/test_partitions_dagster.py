@@ -152,3 +152,74 @@ def test_a_daily_asset_materialised_for_two_days_fails_only_the_bad_days_checks(
         assert failing == (FAILING_ON_THE_BAD_DAY if day == BAD_DAY else set()), (day, failing)
         assert set(seen[day]) == PER_PARTITION and set(seen[None]) == TABLE_WIDE
     assert runs[GOOD_DAY].success and not runs[BAD_DAY].success  # the bad day's ERROR clauses block
+
+
+SALES = {
+    "apiVersion": "v3.1.0", "kind": "DataContract", "id": "urn:sales", "version": "1.0.0", "status": "active",
+    "schema": [{"name": "sales", "properties": [
+        {"name": "id", "logicalType": "integer", "required": True},
+        {"name": "day", "logicalType": "date", "partitioned": True, "partitionKeyPosition": 1},
+        {"name": "region", "logicalType": "string", "partitioned": True, "partitionKeyPosition": 2},
+        {"name": "amount", "logicalType": "number", "logicalTypeOptions": {"minimum": 0}},
+    ], "quality": [{"metric": "rowCount", "mustBeGreaterThan": 0}]}],
+}
+SALES_ROWS = [(1, GOOD_DAY, "eu", 5), (2, GOOD_DAY, "us", -1), (3, BAD_DAY, "eu", 2)]  # id, day, region, amount
+
+# (day, region) materialised -> the checks that fail; a partition with no row fails only rowCount
+MULTI = [
+    ((GOOD_DAY, "eu"), set()),
+    ((GOOD_DAY, "us"), {"amount__minimum"}),
+    ((BAD_DAY, "us"), {"row_count"}),
+]
+
+
+def test_a_multi_partitioned_asset_checks_the_rows_of_each_dimension(tmp_path):
+    """A user's asset partitioned by day and by region: each dimension filters on the property of its
+    name, so one (day, region) partition's checks read only its rows."""
+    db = tmp_path / "wh.duckdb"
+    engine = sa.create_engine(f"duckdb:///{db}")
+    with engine.begin() as c:
+        c.exec_driver_sql("CREATE TABLE sales (id INTEGER, day DATE, region VARCHAR, amount DECIMAL(10,2))")
+    engine.dispose()
+    document = {**SALES, "servers": [{"server": "wh", "type": "duckdb", "database": "wh.duckdb", "schema": "main"}]}
+    (tmp_path / "sales.odcs.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+    partitions = dg.MultiPartitionsDefinition({"day": dg.DailyPartitionsDefinition(start_date="2026-06-01"),
+                                               "region": dg.StaticPartitionsDefinition(["eu", "us"])})
+
+    @dg.asset(key="sales", partitions_def=partitions)
+    def sales(context) -> None:
+        """Rewrites its (day, region) of the table."""
+        keys = context.partition_key.keys_by_dimension
+        writer = sa.create_engine(f"duckdb:///{db}")
+        with writer.begin() as c:
+            c.execute(sa.text("DELETE FROM sales WHERE day = CAST(:d AS DATE) AND region = :r"),
+                      {"d": keys["day"], "r": keys["region"]})
+            for row in SALES_ROWS:
+                if (row[1], row[2]) == (keys["day"], keys["region"]):
+                    c.execute(sa.text("INSERT INTO sales VALUES (:a, CAST(:b AS DATE), :c, :d)"),
+                              dict(zip("abcd", row)))
+        writer.dispose()
+
+    defs = build_contract_defs(tmp_path, assets=[sales])
+    checks = {s.name: s for a in defs.asset_checks for s in a.check_specs}
+    assert {n for n, s in checks.items() if s.partitions_def == partitions} == {"id__not_null", "amount__minimum",
+                                                                                "row_count"}
+    assert checks["schema"].partitions_def is None
+    job = dg.define_asset_job("build_sales", selection=dg.AssetSelection.assets("sales"))
+    merged = dg.Definitions.merge(defs, dg.Definitions(jobs=[job]))
+    instance = dg.DagsterInstance.ephemeral()
+    for (day, region), failing in MULTI:
+        key = dg.MultiPartitionKey({"day": day, "region": region})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = merged.resolve_job_def("build_sales").execute_in_process(
+                instance=instance, partition_key=key, raise_on_error=False)
+        evaluations = {e.check_name: e for e in result.get_asset_check_evaluations()}
+        per_partition = {n: e for n, e in evaluations.items() if e.partition is not None}
+        assert set(per_partition) == {"id__not_null", "amount__minimum", "row_count"}
+        assert {e.partition for e in per_partition.values()} == {key}
+        assert {n for n, e in per_partition.items() if not e.passed} == failing, (key, per_partition)
+        sql = per_partition["amount__minimum"].metadata["dq_contracts/sql"].value
+        assert f"'{day}'" in sql and f"'{region}'" in sql  # the failing rows of that day and region only
+        assert per_partition["row_count"].metadata["dq_contracts/observed"].value == (0 if failing == {"row_count"}
+                                                                                     else 1)
