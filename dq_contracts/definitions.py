@@ -163,8 +163,7 @@ def _checks_op(name: str, plan: ContractPlan, obj: ObjectPlan, pairs: list[tuple
         selected = context.selected_asset_check_keys
         names = [check.name for check, spec in pairs if spec.key in selected]
         context.log.info(f"contract {plan.id} version {plan.version} ({plan.file}), object {obj.name}: "
-                         f"{len(names)} clause(s)" + (f", partition {context.partition_key}"
-                                                      if partitions is not None and context.has_partition_key else ""))
+                         f"{len(names)} clause(s)" + (_run_partitions_text(context) if partitions is not None else ""))
         try:
             partition = _partition_of(context, obj, partitions)
             with Warehouses(warehouse.environ()) as warehouses:
@@ -183,12 +182,22 @@ def _checks_op(name: str, plan: ContractPlan, obj: ObjectPlan, pairs: list[tuple
     return contract_checks
 
 
+def _run_partitions_text(context: Any) -> str:
+    if context.has_partition_key:
+        return f", partition {context.partition_key}"
+    if context.has_partition_key_range:
+        return f", partitions {context.partition_key_range.start}...{context.partition_key_range.end}"
+    return ""
+
+
 def _partition_of(context: Any, obj: ObjectPlan, partitions: dg.PartitionsDefinition | None) -> Partition | None:
     """The run's partition of a partitioned op, in ODCS words: a time window or a static value of the
     object's partition column, or one of each dimension's column for a multi-partitioned asset. None
     for the whole table (an op of table-wide clauses, or a run with no partition key)."""
-    if partitions is None or not context.has_partition_key:
+    if partitions is None:
         return None
+    if not context.has_partition_key:
+        return _range_of(context, obj, partitions) if context.has_partition_key_range else None
     key = context.partition_key
     if isinstance(partitions, dg.MultiPartitionsDefinition):
         columns = dimension_columns(obj, partitions) or {}
@@ -199,9 +208,30 @@ def _partition_of(context: Any, obj: ObjectPlan, partitions: dg.PartitionsDefini
     return _one_partition(key, obj, partition_column(obj), partitions)
 
 
-def _one_partition(key: str, obj: ObjectPlan, column: str, partitions: dg.PartitionsDefinition) -> Partition:
+def _range_of(context: Any, obj: ObjectPlan, partitions: dg.PartitionsDefinition) -> Partition | None:
+    """A run of a range of partitions (a single-run backfill): the rows of the whole range, checked
+    once. Dagster records such a run's evaluations without a partition (it gives one only to a run of
+    one partition); the result's `dq_contracts/partition` metadata names the range. A range of a
+    multi-partitioned asset is checked on the whole table."""
+    first, last = context.partition_key_range.start, context.partition_key_range.end
+    key, column = f"{first}...{last}", partition_column(obj)
+    if isinstance(partitions, dg.TimeWindowPartitionsDefinition):
+        window = context.partition_time_window  # from the first's start to the last's end
+        return window_partition(key, column, _logical_type(obj, column), window.start, window.end)
+    if isinstance(partitions, dg.StaticPartitionsDefinition):
+        declared = {str(v): v for v in (obj.partitioning.values if obj.partitioning is not None else ())}
+        return Partition(key, column, _logical_type(obj, column),
+                         values=tuple(declared.get(k, k) for k in context.partition_keys))
+    return None
+
+
+def _logical_type(obj: ObjectPlan, column: str) -> str | None:
     declared = obj.column(column)
-    logical = (declared.logical_type or "").lower() or None if declared is not None else None
+    return (declared.logical_type or "").lower() or None if declared is not None else None
+
+
+def _one_partition(key: str, obj: ObjectPlan, column: str, partitions: dg.PartitionsDefinition) -> Partition:
+    logical = _logical_type(obj, column)
     if isinstance(partitions, dg.TimeWindowPartitionsDefinition):
         window = partitions.time_window_for_partition_key(key)
         return window_partition(key, column, logical, window.start, window.end)

@@ -96,7 +96,9 @@ class PartitionPlan:
 class Partition:
     """One partition to check: its key, and the rows it selects (a time window [start, end), or the
     rows whose column equals `value`). A partition of several dimensions (Dagster's multi-partitions:
-    a day and a region) selects the rows every one of its `parts` selects; its column is the first's."""
+    a day and a region) selects the rows every one of its `parts` selects; its column is the first's.
+    A range of partitions (a single-run backfill) is one window from the first's start to the last's
+    end, or the static `values` it spans."""
 
     key: str
     column: str
@@ -105,6 +107,7 @@ class Partition:
     end: dt.datetime | None = None
     value: Any = None
     parts: tuple[Partition, ...] = ()  # one per dimension, of a multi-dimensional partition
+    values: tuple[Any, ...] = ()  # the rows whose column is any of these: a range of static partitions
 
     @property
     def time_window(self) -> bool:

@@ -76,6 +76,10 @@ def _one_filter(column: ColumnElement, partition: Any, suffix: str) -> ColumnEle
         return sa.and_(
             column >= _partition_bound(partition.start, partition.logical_type, f"dq_partition_start{suffix}"),
             column < _partition_bound(partition.end, partition.logical_type, f"dq_partition_end{suffix}"))
+    if partition.values:
+        # a parameter per value, not one expanding parameter: a SQL rule's text() takes these as they are
+        return column.in_([sa.bindparam(f"dq_partition_value{suffix}_{n}", v)
+                           for n, v in enumerate(partition.values, 1)])
     return column == sa.bindparam(f"dq_partition_value{suffix}", partition.value)
 
 

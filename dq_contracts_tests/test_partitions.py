@@ -14,7 +14,7 @@ import sqlalchemy as sa
 import yaml
 
 from dq_contracts.core import load_contracts
-from dq_contracts.partitions import PartitionKeyError, PartitionPlan, partition_for
+from dq_contracts.partitions import Partition, PartitionKeyError, PartitionPlan, multi_partition, partition_for
 from dq_contracts.runner import run_object
 
 DECLARED = {"property": "dagsterPartitions", "value": {"type": "daily", "start": "2026-06-01"}}
@@ -377,6 +377,21 @@ def test_timestamp_windows_and_static_values_select_their_rows(tmp_path, engine,
                                              partition=partition_for(events.partitioning, key))}
     assert (results["row_count"].observed, results["row_count"].partition) == (rows, key)
 
+
+
+@pytest.mark.parametrize("partition,rows", [
+    (Partition("a...b", "status", "string", values=("a", "b")), 3),  # a range of static partitions
+    (Partition("a...z", "status", "string", values=("a", "z")), 3),
+    (multi_partition(f"{BAD_DAY}|a", (Partition(BAD_DAY, "day", "date", start=dt.datetime(2026, 6, 2),
+                                                end=dt.datetime(2026, 6, 3)),
+                                      Partition("a", "status", "string", value="a"))), 1),
+])
+def test_ranges_and_dimensions_select_their_rows(plan, engine, partition, rows):
+    events = plan.object("events")
+    results = {r.name: r for r in run_object(plan, events, engine, now=NOW, selected=["row_count", "negative_amounts"],
+                                             partition=partition)}
+    assert results["row_count"].observed == rows and results["row_count"].partition == partition.key
+    assert results["negative_amounts"].error is None  # the SQL rule's {partition} is the same filter
 
 def test_an_unquoted_yaml_date_is_a_start(write_contract):
     text = yaml.safe_dump(CONTRACT, sort_keys=False).replace("start: '2026-06-01'", "start: 2026-06-01")

@@ -223,3 +223,35 @@ def test_a_multi_partitioned_asset_checks_the_rows_of_each_dimension(tmp_path):
         assert f"'{day}'" in sql and f"'{region}'" in sql  # the failing rows of that day and region only
         assert per_partition["row_count"].metadata["dq_contracts/observed"].value == (0 if failing == {"row_count"}
                                                                                      else 1)
+
+
+def test_a_single_run_backfill_checks_the_rows_of_its_range_once(tmp_path):
+    """A single-run backfill (BackfillPolicy.single_run) runs a range of partitions: the checks read
+    the range's rows (not the whole table), once; Dagster records such a run's evaluations with no
+    partition, so the metadata names the range."""
+    fill(sa.create_engine(f"duckdb:///{tmp_path / 'wh.duckdb'}")).dispose()
+    server = {"server": "wh", "type": "duckdb", "database": "wh.duckdb", "schema": "main"}
+    (tmp_path / "events.odcs.yaml").write_text(yaml.safe_dump(contract(server, declared=False), sort_keys=False))
+
+    @dg.asset(key="events", partitions_def=dg.DailyPartitionsDefinition(start_date="2026-06-01"),
+              backfill_policy=dg.BackfillPolicy.single_run())
+    def events() -> None:
+        """Built elsewhere; the rows are already there."""
+
+    job = dg.define_asset_job("build_events", selection=dg.AssetSelection.assets("events"))
+    merged = dg.Definitions.merge(build_contract_defs(tmp_path, assets=[events]), dg.Definitions(jobs=[job]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = merged.resolve_job_def("build_events").execute_in_process(
+            instance=dg.DagsterInstance.ephemeral(), raise_on_error=False,
+            tags={"dagster/asset_partition_range_start": BAD_DAY, "dagster/asset_partition_range_end": "2026-06-03"})
+    evaluations = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    assert set(evaluations) == PER_PARTITION | TABLE_WIDE
+    failing = {n for n, e in evaluations.items() if not e.passed}
+    assert failing == FAILING_ON_THE_BAD_DAY  # customer_id is unique within these days, not in the table
+    assert evaluations["row_count"].metadata["dq_contracts/observed"].value == 3  # of 5 in the table
+    for name in PER_PARTITION:
+        assert evaluations[name].metadata["dq_contracts/partition"].value == f"{BAD_DAY}...2026-06-03", name
+    assert "dq_contracts/partition" not in evaluations["schema"].metadata
+    sql = evaluations["amount__minimum"].metadata["dq_contracts/sql"].value
+    assert f"'{BAD_DAY}'" in sql and "'2026-06-04'" in sql  # the range's window: the 2nd to the end of the 3rd
