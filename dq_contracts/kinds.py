@@ -97,6 +97,9 @@ class Kind:
     # the clause's own query, for people: the offending rows (or, where there are none to list, the
     # one value the clause judges); never run by the engine
     failing_rows: FailingRows | None = None
+    # whether its result is told against the table's rows ("1 row of 120"): the scan then counts
+    # them even when it measures nothing else (a relationship's own op)
+    counts_rows: bool = True
 
 
 # --- verdicts -------------------------------------------------------------------------------------
@@ -459,7 +462,7 @@ def _keyed(kind: str) -> Kind:
 
 
 KINDS: dict[str, Kind] = {k.name: k for k in [
-    Kind("schema", evaluate=_catalog, judge=judge_schema),
+    Kind("schema", evaluate=_catalog, judge=judge_schema, counts_rows=False),
     Kind("not_null", measure=_nulls, failing_rows=_NULL_ROWS),
     Kind("null_values", measure=_nulls, failing_rows=_NULL_ROWS),
     _keyed("unique"),
@@ -478,7 +481,7 @@ KINDS: dict[str, Kind] = {k.name: k for k in [
          hint="freshness needs a date or timestamp column, and {column} could not be read as one"),
     Kind("relationship", evaluate=_relationship, sample_columns=named_columns, samples=_relationship_samples,
          failing_rows=_orphan_rows),
-    Kind("sql", evaluate=_sql_rule, judge=judge_scalar, failing_rows=_rule_statement),
+    Kind("sql", evaluate=_sql_rule, judge=judge_scalar, failing_rows=_rule_statement, counts_rows=False),
 ]}
 
 

@@ -347,9 +347,11 @@ def _run_checks(contract: ContractPlan, obj: ObjectPlan, engine: sa.Engine, chec
 
     with contextlib.nullcontext(session) if session is not None else Session(engine, timeout_seconds) as session:
         aggregated = [c for c in runnable if uses_aggregate(c)]
-        # no scan when nothing is measured by one: the schema check reads the catalog, and a
-        # partitioned run's table-wide pass must not count a whole PostgreSQL table for nothing
-        measured = _measure(aggregated, scope, session) if aggregated else Measured()
+        # no scan when nothing is measured by one and no result is told in rows: the schema check
+        # reads the catalog, and a partitioned run's table-wide pass must not count a whole
+        # PostgreSQL table for nothing
+        scan = aggregated or any(KINDS[c.kind].counts_rows for c in runnable)
+        measured = _measure(aggregated, scope, session) if scan else Measured()
         for check in runnable:
             results[check.name] = _judged(check, scope, session, measured, result, failure)
         failing = [(c, results[c.name]) for c in runnable if not results[c.name].passed and results[c.name].error is None]

@@ -185,8 +185,8 @@ CASES = [
 
 
 def run(tmp_path: Path, setup: tuple[str, ...], objects: list[dict], sla: list[dict] | None = None,
-        ) -> dict[str, CheckResult]:
-    """Every check of the contract on a DuckDB file built by `setup`, at NOW."""
+        only: str | None = None) -> dict[str, CheckResult]:
+    """Every check of the contract (or the one named `only`) on a DuckDB file built by `setup`, at NOW."""
     duckdb_with(tmp_path / "wh.duckdb", *setup)
     doc = {"apiVersion": "v3.2.0", "kind": "DataContract", "id": "w", "version": "1.0.0", "status": "active",
            "servers": [{"server": "local", "type": "duckdb", "database": "wh.duckdb"}], "schema": objects}
@@ -196,8 +196,9 @@ def run(tmp_path: Path, setup: tuple[str, ...], objects: list[dict], sla: list[d
     path.write_text(json.dumps(doc))
     loaded = load_contracts([path])
     assert loaded.plans, [p.render() for p in loaded.problems]
+    selected = {o.name: [only] for o in loaded.plans[0].objects} if only else None
     with Warehouses({}) as warehouses:
-        return {r.name: r for r in run_contract(loaded.plans[0], warehouses, now=NOW)}
+        return {r.name: r for r in run_contract(loaded.plans[0], warehouses, now=NOW, selected=selected)}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
@@ -211,6 +212,10 @@ def test_a_result_reads_as_a_sentence(case, tmp_path):
         assert got.message == case.message
     assert got.to_json()["message"] == got.message
     assert all(r.message for r in results.values())  # every result says something
+    # alone, as in an op of its own (a relationship's), the check says the same
+    (tmp_path / "alone").mkdir()
+    alone = run(tmp_path / "alone", case.setup, case.objects, case.sla, only=case.check)
+    assert (alone[case.check].passed, alone[case.check].message) == (got.passed, got.message)
 
 
 def test_every_kind_has_words_of_its_own():
