@@ -250,6 +250,8 @@ def _partitions_job(specs: ObjectSpecs, prefix: str) -> dg.UnresolvedAssetJobDef
     return dg.define_asset_job(
         partitions_job_name(prefix, obj), selection=dg.AssetSelection.checks(*keys),
         config=dg.PartitionedConfig(partitions_def=partitions, run_config_for_partition_key_fn=_no_config),
+        # one run per partition, each a few statements: a process per op would cost more than the checks
+        executor_def=dg.in_process_executor,
         description=f"The per-partition clauses of contract {plan.id} {plan.version}, object {obj.name}: "
                     "launch one partition, or backfill a range from the job's Partitions tab",
         tags={"dq_contracts/contract": tag_value(plan.id)})
