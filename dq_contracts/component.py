@@ -59,6 +59,9 @@ class ContractsComponent(dg.Component, dg.Resolvable, dg.Model):
     contract_jobs: bool = Field(default=False, description="A checks-only job per contract, one for every "
                                 "contract check, and contract crons as schedules (each job costs Dagster a pass "
                                 "over the asset graph at load; by default crons are automation conditions)")
+    partition_jobs: bool = Field(default=True, description="A partitioned job of the per-partition checks of "
+                                 "each external partitioned table, to run one partition or backfill a range "
+                                 "from the UI")
     automation_sensor: Literal["running", "stopped", "none"] = Field(
         default="stopped", description="Sensor dq_contracts_automation, which runs checks when their table "
         "changes and at contract crons: starts 'running' or 'stopped' (as Dagster's own), or 'none' to leave "
@@ -93,6 +96,7 @@ class ContractsComponent(dg.Component, dg.Resolvable, dg.Model):
         return build_contract_defs(self.contracts_folder(context), resource=resource, resource_key=key,
                                    translator=self.translator(), freshness_sensor=self.freshness_sensor,
                                    automation_sensor=status, contract_jobs=self.contract_jobs,
+                                   partition_jobs=self.partition_jobs,
                                    strict=self.strict, name=Path(context.path).name)
 
 

@@ -273,14 +273,49 @@ class _Built:
     schedules: list[dg.ScheduleDefinition]
 
 
+def partitions_job_name(prefix: str, obj: ObjectPlan) -> str:
+    return f"{prefix}__{dagster_name(obj.name)}__partitions"
+
+
+def _partitions_job(specs: ObjectSpecs, prefix: str) -> dg.UnresolvedAssetJobDefinition | None:
+    """The job that runs an external partitioned table's per-partition clauses, one partition per run:
+    the only way Dagster 1.13 backfills such checks. An asset backfill of an external asset fails
+    ("Could not find an implicit asset job"), the UI does not execute partitioned checks on their
+    own, and a checks-only asset job takes its partitions from executable assets alone (its
+    `partitions_def` argument is dropped): a PartitionedConfig is what gives it partitions."""
+    keys = [s.key for _, s in specs.checks if s.partitions_def is not None]
+    if not keys:
+        return None
+    partitions = next(s.partitions_def for _, s in specs.checks if s.partitions_def is not None)
+    plan, obj = specs.plan, specs.object
+    return dg.define_asset_job(
+        partitions_job_name(prefix, obj), selection=dg.AssetSelection.checks(*keys),
+        config=dg.PartitionedConfig(partitions_def=partitions, run_config_for_partition_key_fn=_no_config),
+        # one run per partition, each a few statements: a process per op would cost more than the checks
+        executor_def=dg.in_process_executor,
+        description=f"The per-partition clauses of contract {plan.id} {plan.version}, object {obj.name}: "
+                    "launch one partition, or backfill a range from the job's Partitions tab",
+        tags={"dq_contracts/contract": tag_value(plan.id)})
+
+
+def _no_config(_key: str) -> dict[str, Any]:
+    return {}
+
+
 def _contract_defs(plan: ContractPlan, objects: list[ObjectSpecs], prefix: str, resource_key: str,
-                   contract_jobs: bool) -> _Built:
-    """One contract's check ops, and with `contract_jobs` its checks-only job and cron schedules."""
+                   contract_jobs: bool, partition_jobs: bool = True,
+                   own: frozenset[dg.AssetKey] | set[dg.AssetKey] = frozenset()) -> _Built:
+    """One contract's check ops, a partitioned job per external partitioned table (`partition_jobs`),
+    and with `contract_jobs` its checks-only job and cron schedules."""
     built = _Built([], [], [])
     check_keys: dict[tuple[str, str], dg.AssetCheckKey] = {}
     for specs in objects:
         built.checks.extend(_object_checks(specs, prefix, resource_key))
         check_keys.update({(specs.object.name, c.name): s.key for c, s in specs.checks})
+        # the user's own partitioned asset is backfilled by materialising it, its checks along
+        job = _partitions_job(specs, prefix) if partition_jobs and specs.asset.key not in own else None
+        if job is not None:
+            built.jobs.append(job)
     if not contract_jobs:
         return built
     if check_keys:
@@ -374,6 +409,7 @@ def build_contract_defs(
     freshness_sensor: bool = True,
     automation_sensor: dg.DefaultSensorStatus | None = dg.DefaultSensorStatus.STOPPED,
     contract_jobs: bool = False,
+    partition_jobs: bool = True,
     strict: bool = False,
     name: str | None = None,
 ) -> dg.Definitions:
@@ -389,11 +425,17 @@ def build_contract_defs(
     the clauses it lists. Sensor `dq_contracts_automation` evaluates those conditions; like Dagster's
     own automation sensor it starts stopped (`automation_sensor=dg.DefaultSensorStatus.RUNNING` to
     start it, None to leave the conditions to Dagster's `default_automation_condition_sensor`). No
-    job is defined by default: each job costs Dagster a pass over the whole asset graph at load.
+    job is defined by default but one per external partitioned table (`partition_jobs` below): each
+    job costs Dagster a pass over the whole asset graph at load.
 
     `contract_jobs=True` adds a checks-only job per contract, job `dq_contracts_checks` for every
     contract check, and makes each contract cron a Dagster schedule instead of a condition; past a
     few hundred contracts those jobs dominate loading.
+
+    `partition_jobs` (on by default): each external partitioned table gets job
+    `<contract>__<object>__partitions` of its per-partition clauses, partitioned like the table, to
+    launch one partition or backfill a range from the UI (Dagster 1.13 backfills partitioned
+    checks of an external asset no other way).
 
     A contract with errors does not take the others down: every valid contract loads, and each asset
     the broken one names gets a failing `contract_valid` check listing its problems (also logged).
@@ -440,7 +482,8 @@ def build_contract_defs(
                 watched.append((plan, obj, fresh.element, key))
     prefixes = short_prefixes(o[0].plan for o in by_plan.values())
     for file, objects in by_plan.items():
-        contract = _contract_defs(objects[0].plan, objects, prefixes[file], resource_key, contract_jobs)
+        contract = _contract_defs(objects[0].plan, objects, prefixes[file], resource_key, contract_jobs,
+                                  partition_jobs, own)
         checks.extend(contract.checks)
         jobs.extend(contract.jobs)
         schedules.extend(contract.schedules)

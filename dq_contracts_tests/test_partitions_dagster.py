@@ -62,6 +62,11 @@ def test_an_external_partitioned_table_is_checked_partition_by_partition(tmp_pat
     checks = {s.name: s for a in defs.asset_checks for s in a.check_specs if s.asset_key == spec.key}
     assert {n for n, s in checks.items() if s.partitions_def == spec.partitions_def} == PER_PARTITION
     assert {n for n, s in checks.items() if s.partitions_def is None} == TABLE_WIDE
+    # the job a backfill launches: partitioned like the table, its per-partition clauses only
+    job = defs.resolve_job_def("events__events__partitions")
+    assert job.partitions_def == spec.partitions_def
+    assert {k.name for k in job.asset_layer.asset_graph.asset_check_keys} == PER_PARTITION
+    assert not any(j.name.endswith("__partitions") for j in build_contract_defs(tmp_path, partition_jobs=False).jobs)
 
     instance = dg.DagsterInstance.ephemeral()
     runs = {}
@@ -128,6 +133,7 @@ def test_a_daily_asset_materialised_for_two_days_fails_only_the_bad_days_checks(
     listener = lambda conn, cur, sql, params, *a: statements.append((sql, params))  # noqa: E731
     sa.event.listen(sa.engine.Engine, "before_cursor_execute", listener)
     defs = build_contract_defs(tmp_path, assets=[events])
+    assert not defs.jobs  # a backfill of the user's asset materialises it, its checks along: no job of ours
     job = dg.define_asset_job("build_events", selection=dg.AssetSelection.assets("events"))
     merged = dg.Definitions.merge(defs, dg.Definitions(jobs=[job]))
     instance = dg.DagsterInstance.ephemeral()
