@@ -236,12 +236,12 @@ def _contract_defs(plan: ContractPlan, objects: list[ObjectSpecs], prefix: str, 
                    contract_jobs: bool) -> _Built:
     """One contract's check ops, and with `contract_jobs` its checks-only job and cron schedules."""
     built = _Built([], [], [])
-    check_keys: dict[tuple[str, str], dg.AssetCheckKey] = {}
     for specs in objects:
         built.checks.extend(_object_checks(specs, prefix, resource_key))
-        check_keys.update({(specs.object.name, c.name): s.key for c, s in specs.checks})
     if not contract_jobs:
         return built
+    # only jobs select by key (a spec makes a new key each time it is asked for one)
+    check_keys = {(specs.object.name, c.name): s.key for specs in objects for c, s in specs.checks}
     if check_keys:
         built.jobs.append(dg.define_asset_job(
             f"{prefix}__checks", selection=dg.AssetSelection.checks(*check_keys.values()),
