@@ -20,7 +20,7 @@ import sqlalchemy as sa
 
 from dq_contracts.checking import Warehouses, choose_server, failed_results, run_contract
 from dq_contracts.compiler import dagster_name, schedule_name, short_prefixes  # noqa: F401 - re-exported
-from dq_contracts.core import load_contracts
+from dq_contracts.core import gc_paused, load_contracts
 from dq_contracts.kinds import Scope
 from dq_contracts.partitions import Partition, multi_partition, window_partition
 from dq_contracts.plans import CheckPlan, ContractPlan, ObjectPlan
@@ -308,16 +308,16 @@ def _contract_defs(plan: ContractPlan, objects: list[ObjectSpecs], prefix: str, 
     """One contract's check ops, a partitioned job per external partitioned table (`partition_jobs`),
     and with `contract_jobs` its checks-only job and cron schedules."""
     built = _Built([], [], [])
-    check_keys: dict[tuple[str, str], dg.AssetCheckKey] = {}
     for specs in objects:
         built.checks.extend(_object_checks(specs, prefix, resource_key))
-        check_keys.update({(specs.object.name, c.name): s.key for c, s in specs.checks})
         # the user's own partitioned asset is backfilled by materialising it, its checks along
         job = _partitions_job(specs, prefix) if partition_jobs and specs.asset.key not in own else None
         if job is not None:
             built.jobs.append(job)
     if not contract_jobs:
         return built
+    # only jobs select by key (a spec makes a new key each time it is asked for one)
+    check_keys = {(specs.object.name, c.name): s.key for specs in objects for c, s in specs.checks}
     if check_keys:
         built.jobs.append(dg.define_asset_job(
             f"{prefix}__checks", selection=dg.AssetSelection.checks(*check_keys.values()),
@@ -445,6 +445,16 @@ def build_contract_defs(
     `name` tells apart several sets of contracts in one code location: it suffixes the names of the
     sensors, of the all-checks job and of the contract-problems check.
     """
+    # Every object made here stays alive in the Definitions returned: a collection in between finds
+    # no garbage, and each full one scans the whole heap so far, so their cost grows faster than the
+    # number of contracts (a fifth of the build's CPU time at 3,000). It collects once, after.
+    with gc_paused():
+        return _build_defs(paths, assets, defs, translator, resource, resource_key, freshness_sensor,
+                           automation_sensor, contract_jobs, strict, name)
+
+
+def _build_defs(paths, assets, defs, translator, resource, resource_key, freshness_sensor, automation_sensor,
+                contract_jobs, strict, name) -> dg.Definitions:
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     translator = translator or DqContractsTranslator()
     resource = resource or WarehouseResource()

@@ -165,17 +165,20 @@ def _sla_default_element(document: dict) -> list[Rewrite]:
 
 
 def all_properties(document: dict) -> Iterator[tuple[list[str | int], dict]]:
-    def walk(properties: Any, base: list[str | int]):
-        for pi, prop in enumerate(_list(properties)):
-            if isinstance(prop, dict):
-                here = [*base, "properties", pi]
-                yield here, prop
-                if prop.get("properties"):  # (most properties have none: no generator for them)
-                    yield from walk(prop["properties"], here)
-
     for oi, obj in enumerate(_list(document.get("schema"))):
         if isinstance(obj, dict):
-            yield from walk(obj.get("properties"), ["schema", oi])
+            yield from _walk_properties(obj.get("properties"), ["schema", oi])
+
+
+# a module function, not a closure: a recursive closure is a reference cycle, garbage only the
+# cyclic collector frees (which loading pauses)
+def _walk_properties(properties: Any, base: list[str | int]) -> Iterator[tuple[list[str | int], dict]]:
+    for pi, prop in enumerate(_list(properties)):
+        if isinstance(prop, dict):
+            here = [*base, "properties", pi]
+            yield here, prop
+            if prop.get("properties"):  # (most properties have none: no generator for them)
+                yield from _walk_properties(prop["properties"], here)
 
 
 REWRITES: tuple[Callable[[dict], list[Rewrite]], ...] = (
