@@ -4,7 +4,9 @@ Semantics), and the engine reading only the partition's rows, on DuckDB and Post
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
+import os
 import re
 import subprocess
 import sys
@@ -310,9 +312,9 @@ def test_a_partition_with_only_the_schema_table_wide_reads_no_whole_table(plan, 
 
 # --- the CLI -------------------------------------------------------------------------------------------
 
-def cli(cwd, *args):
+def cli(cwd, *args, env: dict[str, str] | None = None):
     return subprocess.run([sys.executable, "-m", "dq_contracts.cli", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=120, check=False)
+                          text=True, timeout=120, check=False, env={**os.environ, **(env or {})})
 
 
 @pytest.fixture
@@ -325,9 +327,26 @@ def shop(tmp_path):
     return tmp_path
 
 
-def test_check_one_partition_from_the_shell(shop):
-    good = cli(shop, "check", "events.odcs.yaml", "--partition", GOOD_DAY, "--format", "json")
-    bad = cli(shop, "check", "events.odcs.yaml", "--partition", BAD_DAY, "--format", "json")
+
+@pytest.fixture(params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])
+def any_shop(request, tmp_path):
+    """(folder, environment) of the shop on DuckDB, or on PostgreSQL with the operator's endpoint set."""
+    if request.param == "duckdb":
+        return request.getfixturevalue("shop"), {}
+    url = sa.make_url(request.getfixturevalue("pg_database"))
+    fill(sa.create_engine(url)).dispose()
+    server = {"server": "wh", "type": "postgres", "host": url.host, "port": url.port, "database": url.database,
+              "schema": "public"}
+    document = {**CONTRACT, "servers": [server], "slaProperties": []}
+    (tmp_path / "events.odcs.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+    return tmp_path, {"DQ_CONTRACTS_WH_URL": url.render_as_string(hide_password=False)}
+
+
+def test_check_one_partition_from_the_shell(any_shop):
+    shop, env = any_shop
+    run = functools.partial(cli, env=env)
+    good = run(shop, "check", "events.odcs.yaml", "--partition", GOOD_DAY, "--format", "json")
+    bad = run(shop, "check", "events.odcs.yaml", "--partition", BAD_DAY, "--format", "json")
     assert good.returncode == 0 and bad.returncode == 1, (good.stderr, bad.stderr)
     assert "object customers is not partitioned: skipped" in good.stderr
     outcomes = {day: {r["name"]: (r["passed"], r.get("partition")) for r in json.loads(proc.stdout)["results"]}
@@ -335,7 +354,7 @@ def test_check_one_partition_from_the_shell(shop):
     assert all(passed for passed, _ in outcomes[GOOD_DAY].values())
     assert outcomes[BAD_DAY]["amount__minimum"] == (False, BAD_DAY)
     assert outcomes[BAD_DAY]["has_rows"] == (True, None) and outcomes[BAD_DAY]["schema"] == (True, None)
-    text = cli(shop, "check", "events.odcs.yaml", "--partition", BAD_DAY)
+    text = run(shop, "check", "events.odcs.yaml", "--partition", BAD_DAY)
     line = next(l for l in text.stdout.splitlines() if "amount__minimum" in l)
     assert "fail" in line and f"[partition {BAD_DAY}]" in line
     assert "[whole table]" in next(l for l in text.stdout.splitlines() if "has_rows" in l)
