@@ -450,11 +450,11 @@ def build_contract_defs(
     # number of contracts (a fifth of the build's CPU time at 3,000). It collects once, after.
     with gc_paused():
         return _build_defs(paths, assets, defs, translator, resource, resource_key, freshness_sensor,
-                           automation_sensor, contract_jobs, strict, name)
+                           automation_sensor, contract_jobs, partition_jobs, strict, name)
 
 
 def _build_defs(paths, assets, defs, translator, resource, resource_key, freshness_sensor, automation_sensor,
-                contract_jobs, strict, name) -> dg.Definitions:
+                contract_jobs, partition_jobs, strict, name) -> dg.Definitions:
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     translator = translator or DqContractsTranslator()
     resource = resource or WarehouseResource()
