@@ -61,7 +61,7 @@ class ContractsComponent(dg.Component, dg.Resolvable, dg.Model):
                                 "over the asset graph at load; by default crons are automation conditions)")
     partition_jobs: bool = Field(default=True, description="A partitioned job of the per-partition checks of "
                                  "each external partitioned table, to run one partition or backfill a range "
-                                 "from the UI")
+                                 "from the UI, and for time windows its schedule (stopped)")
     automation_sensor: Literal["running", "stopped", "none"] = Field(
         default="stopped", description="Sensor dq_contracts_automation, which runs checks when their table "
         "changes and at contract crons: starts 'running' or 'stopped' (as Dagster's own), or 'none' to leave "

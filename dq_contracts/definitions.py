@@ -270,7 +270,7 @@ def _object_checks(specs: ObjectSpecs, prefix: str, resource_key: str) -> list[d
 class _Built:
     checks: list[dg.AssetChecksDefinition]
     jobs: list[dg.UnresolvedAssetJobDefinition]
-    schedules: list[dg.ScheduleDefinition]
+    schedules: list[Any]  # ScheduleDefinition; a partitioned job's is resolved by Dagster
 
 
 def partitions_job_name(prefix: str, obj: ObjectPlan) -> str:
@@ -314,6 +314,13 @@ def _contract_defs(plan: ContractPlan, objects: list[ObjectSpecs], prefix: str, 
         job = _partitions_job(specs, prefix) if partition_jobs and specs.asset.key not in own else None
         if job is not None:
             built.jobs.append(job)
+            if isinstance(specs.asset.partitions_def, dg.TimeWindowPartitionsDefinition):
+                # each window's checks once it has ended (the daily job at midnight UTC checks
+                # yesterday); stopped, like Dagster's own, until someone turns it on
+                built.schedules.append(dg.build_schedule_from_partitioned_job(
+                    job, default_status=dg.DefaultScheduleStatus.STOPPED,
+                    description=f"The per-partition clauses of {plan.id}, object {specs.object.name}, each "
+                                "partition once its window has ended"))
     if not contract_jobs:
         return built
     # only jobs select by key (a spec makes a new key each time it is asked for one)
@@ -435,7 +442,8 @@ def build_contract_defs(
     `partition_jobs` (on by default): each external partitioned table gets job
     `<contract>__<object>__partitions` of its per-partition clauses, partitioned like the table, to
     launch one partition or backfill a range from the UI (Dagster 1.13 backfills partitioned
-    checks of an external asset no other way).
+    checks of an external asset no other way), and for time windows a stopped schedule of it that
+    checks each window once it has ended.
 
     A contract with errors does not take the others down: every valid contract loads, and each asset
     the broken one names gets a failing `contract_valid` check listing its problems (also logged).
@@ -477,7 +485,7 @@ def _build_defs(paths, assets, defs, translator, resource, resource_key, freshne
     for_own: dict[dg.AssetKey, dg.AssetSpec] = {}
     checks: list[dg.AssetChecksDefinition] = []
     jobs: list[dg.UnresolvedAssetJobDefinition] = []
-    schedules: list[dg.ScheduleDefinition] = []
+    schedules: list[Any] = []
     watched: list[tuple[ContractPlan, ObjectPlan, str, dg.AssetKey]] = []
     by_plan: dict[str, list[ObjectSpecs]] = {}
     for specs_of in built.objects:

@@ -4,6 +4,7 @@ test instance, and the user's own daily asset materialised for two days, one of 
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import warnings
 
 import dagster as dg
@@ -67,6 +68,13 @@ def test_an_external_partitioned_table_is_checked_partition_by_partition(tmp_pat
     assert job.partitions_def == spec.partitions_def
     assert {k.name for k in job.asset_layer.asset_graph.asset_check_keys} == PER_PARTITION
     assert not any(j.name.endswith("__partitions") for j in build_contract_defs(tmp_path, partition_jobs=False).jobs)
+    # its schedule, stopped until turned on: at midnight UTC, the day that has just ended
+    schedule = defs.get_repository_def().get_schedule_def("events__events__partitions_schedule")
+    assert (schedule.job_name, schedule.cron_schedule, schedule.default_status) == (
+        "events__events__partitions", "0 0 * * *", dg.DefaultScheduleStatus.STOPPED)
+    with dg.build_schedule_context(scheduled_execution_time=dt.datetime(2026, 6, 3, tzinfo=dt.timezone.utc)) as tick:
+        requests = schedule.evaluate_tick(tick).run_requests
+    assert [r.partition_key for r in requests] == ["2026-06-02"]
 
     instance = dg.DagsterInstance.ephemeral()
     runs = {}
