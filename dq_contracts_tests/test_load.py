@@ -14,6 +14,7 @@ import resource
 import time
 
 import dagster as dg
+import pytest
 import sqlalchemy as sa
 import yaml
 from dagster._core.definitions.reconstruct import build_reconstructable_job
@@ -86,3 +87,25 @@ def test_many_contracts_load_and_every_check_is_recorded(tmp_path, monkeypatch):
                   resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
     print(f"\n{CONTRACTS} contracts, {len(specs)} checks: definitions built and validated in {load_seconds:.1f} s; "
           f"one multiprocess run of every check in {run_seconds:.1f} s; peak RSS of one process {peak_mb:.0f} MB")
+
+
+@pytest.mark.parametrize("made,full_collections", [(1_000, 0), (300_000, 1)])
+def test_the_paused_collector_collects_in_full_only_after_a_large_build(made, full_collections):
+    """A full collection walks the whole heap of the process: after a small build it costs more than
+    it saves (a test run that loads contracts thousands of times took twice as long)."""
+    import gc
+
+    from dq_contracts.core import gc_paused
+
+    seen: list[int] = []
+    callback = lambda phase, info: seen.append(info["generation"]) if phase == "start" else None  # noqa: E731
+    gc.collect()
+    gc.callbacks.append(callback)
+    try:
+        with gc_paused():
+            kept = [[] for _ in range(made)]
+            assert not gc.isenabled()
+        assert gc.isenabled()
+    finally:
+        gc.callbacks.remove(callback)
+    assert seen.count(2) == full_collections and len(kept) == made
