@@ -186,8 +186,13 @@ def _run_partitions_text(context: Any) -> str:
     if context.has_partition_key:
         return f", partition {context.partition_key}"
     if context.has_partition_key_range:
-        return f", partitions {context.partition_key_range.start}...{context.partition_key_range.end}"
+        return f", partitions {_range_key(context)}"
     return ""
+
+
+def _range_key(context: Any) -> str:
+    """A range of partitions as Dagster writes it: `2026-06-02...2026-06-03`."""
+    return f"{context.partition_key_range.start}...{context.partition_key_range.end}"
 
 
 def _partition_of(context: Any, obj: ObjectPlan, partitions: dg.PartitionsDefinition | None) -> Partition | None:
@@ -213,16 +218,20 @@ def _range_of(context: Any, obj: ObjectPlan, partitions: dg.PartitionsDefinition
     once. Dagster records such a run's evaluations without a partition (it gives one only to a run of
     one partition); the result's `dq_contracts/partition` metadata names the range. A range of a
     multi-partitioned asset is checked on the whole table."""
-    first, last = context.partition_key_range.start, context.partition_key_range.end
-    key, column = f"{first}...{last}", partition_column(obj)
+    key, column = _range_key(context), partition_column(obj)
     if isinstance(partitions, dg.TimeWindowPartitionsDefinition):
         window = context.partition_time_window  # from the first's start to the last's end
         return window_partition(key, column, _logical_type(obj, column), window.start, window.end)
     if isinstance(partitions, dg.StaticPartitionsDefinition):
-        declared = {str(v): v for v in (obj.partitioning.values if obj.partitioning is not None else ())}
         return Partition(key, column, _logical_type(obj, column),
-                         values=tuple(declared.get(k, k) for k in context.partition_keys))
+                         values=tuple(_static_value(obj, k) for k in context.partition_keys))
     return None
+
+
+def _static_value(obj: ObjectPlan, key: str) -> Any:
+    """The value a static partition key stands for, as the declaration writes it (a key is text)."""
+    values = obj.partitioning.values if obj.partitioning is not None else ()
+    return next((v for v in values if str(v) == key), key)
 
 
 def _logical_type(obj: ObjectPlan, column: str) -> str | None:
@@ -235,8 +244,7 @@ def _one_partition(key: str, obj: ObjectPlan, column: str, partitions: dg.Partit
     if isinstance(partitions, dg.TimeWindowPartitionsDefinition):
         window = partitions.time_window_for_partition_key(key)
         return window_partition(key, column, logical, window.start, window.end)
-    values = obj.partitioning.values if obj.partitioning is not None else ()
-    return Partition(key, column, logical, value=next((v for v in values if str(v) == key), key))
+    return Partition(key, column, logical, value=_static_value(obj, key))
 
 
 def _object_checks(specs: ObjectSpecs, prefix: str, resource_key: str) -> list[dg.AssetChecksDefinition]:
@@ -273,23 +281,19 @@ class _Built:
     schedules: list[Any]  # ScheduleDefinition; a partitioned job's is resolved by Dagster
 
 
-def partitions_job_name(prefix: str, obj: ObjectPlan) -> str:
-    return f"{prefix}__{dagster_name(obj.name)}__partitions"
-
-
 def _partitions_job(specs: ObjectSpecs, prefix: str) -> dg.UnresolvedAssetJobDefinition | None:
     """The job that runs an external partitioned table's per-partition clauses, one partition per run:
     the only way Dagster 1.13 backfills such checks. An asset backfill of an external asset fails
     ("Could not find an implicit asset job"), the UI does not execute partitioned checks on their
     own, and a checks-only asset job takes its partitions from executable assets alone (its
     `partitions_def` argument is dropped): a PartitionedConfig is what gives it partitions."""
-    keys = [s.key for _, s in specs.checks if s.partitions_def is not None]
-    if not keys:
+    partitioned = [s for _, s in specs.checks if s.partitions_def is not None]
+    if not partitioned:
         return None
-    partitions = next(s.partitions_def for _, s in specs.checks if s.partitions_def is not None)
+    keys, partitions = [s.key for s in partitioned], partitioned[0].partitions_def
     plan, obj = specs.plan, specs.object
     return dg.define_asset_job(
-        partitions_job_name(prefix, obj), selection=dg.AssetSelection.checks(*keys),
+        f"{prefix}__{dagster_name(obj.name)}__partitions", selection=dg.AssetSelection.checks(*keys),
         config=dg.PartitionedConfig(partitions_def=partitions, run_config_for_partition_key_fn=_no_config),
         # one run per partition, each a few statements: a process per op would cost more than the checks
         executor_def=dg.in_process_executor,
