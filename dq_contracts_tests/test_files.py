@@ -35,12 +35,14 @@ FORMATS = [
 ]
 
 
-def lake(tmp_path, fmt: str, options: str, suffix: str):
+def lake(tmp_path, fmt: str, options: str, suffix: str, rows: str = ROWS, contract: dict = CONTRACT):
+    """The contract's one table written as a file of `fmt`, and the contract, in a folder beside it."""
     (tmp_path / "data").mkdir()
+    table = contract["schema"][0]["name"]
     con = duckdb.connect()
-    con.execute(f"COPY (SELECT * FROM {ROWS}) TO '{tmp_path / 'data' / ('orders.' + suffix)}' {options}")
+    con.execute(f"COPY (SELECT * FROM {rows}) TO '{tmp_path / 'data' / (table + '.' + suffix)}' {options}")
     con.close()
-    doc = {**CONTRACT, "servers": [{"server": "lake", "type": "local", "format": fmt,
+    doc = {**contract, "servers": [{"server": "lake", "type": "local", "format": fmt,
                                     "path": f"data/{{model}}.{suffix}"}]}
     path = tmp_path / "contracts" / "lake.odcs.yaml"
     path.parent.mkdir()
@@ -115,15 +117,9 @@ PARTITIONED = {
 ])
 @pytest.mark.parametrize("fmt, options, suffix", FORMATS[:2], ids=[f[0] for f in FORMATS[:2]])
 def test_a_partition_of_files_reads_its_rows_only(tmp_path, fmt, options, suffix, key, failing, rows):
-    (tmp_path / "data").mkdir()
-    con = duckdb.connect()
-    con.execute(f"COPY (SELECT * FROM {DAYS}) TO '{tmp_path / 'data' / ('sales.' + suffix)}' {options}")
-    con.close()
-    doc = {**PARTITIONED, "servers": [{"server": "lake", "type": "local", "format": fmt,
-                                       "path": f"data/{{model}}.{suffix}"}]}
-    (tmp_path / "lake.odcs.yaml").write_text(yaml.safe_dump(doc))
-    proc = subprocess.run([sys.executable, "-m", "dq_contracts.cli", "check", "lake.odcs.yaml", "--partition", key,
-                           "--format", "json"], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    contract = lake(tmp_path, fmt, options, suffix, rows=DAYS, contract=PARTITIONED)
+    proc = subprocess.run([sys.executable, "-m", "dq_contracts.cli", "check", str(contract), "--partition", key,
+                           "--format", "json"], cwd="/", capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == (1 if failing else 0), proc.stderr
     results = {r["name"]: r for r in json.loads(proc.stdout)["results"]}
     assert all(r["error"] is None for r in results.values()), results
