@@ -72,9 +72,14 @@ def contract(table: str, partitioned: bool, server: dict | None = None) -> dict:
             "schema": [obj]}
 
 
-def build(folder: Path, days: int, rows: int) -> str:
-    """The partitioned table, and one day of it as a table of its own; returns that day's key."""
-    day = START + dt.timedelta(days=days // 2)
+def middle_day(days: int) -> dt.date:
+    """The day checked alone: one in the middle of the table."""
+    return START + dt.timedelta(days=days // 2)
+
+
+def build(folder: Path, days: int, rows: int) -> None:
+    """The partitioned table, and one day of it as a table of its own."""
+    day = middle_day(days)
     with duckdb.connect(str(folder / "bench.duckdb")) as db:
         db.execute(f"""
             CREATE TABLE events AS
@@ -84,7 +89,6 @@ def build(folder: Path, days: int, rows: int) -> str:
                    CAST((i % 100000) / 7.0 AS DECIMAL(12, 2)) AS amount, 'EUR' AS currency
             FROM range({days * rows}) AS r(i) ORDER BY day""")  # noqa: S608 - numbers of this script only
         db.execute("CREATE TABLE standalone AS SELECT * FROM events WHERE day = ?", [day])
-    return day.isoformat()
 
 
 def build_postgres(days: int, rows: int) -> tuple[object, dict, dict[str, str]]:
@@ -100,7 +104,7 @@ def build_postgres(days: int, rows: int) -> tuple[object, dict, dict[str, str]]:
     admin.autocommit = True
     admin.cursor().execute("CREATE DATABASE bench")
     admin.close()
-    day = START + dt.timedelta(days=days // 2)
+    day = middle_day(days)
     db = psycopg2.connect(dsn + " dbname=bench")
     db.autocommit = True
     with db.cursor() as c:
@@ -194,7 +198,7 @@ def main() -> None:
             folder = Path(tmp)
             started = time.perf_counter()
             cluster, server, env = None, None, None
-            key = (START + dt.timedelta(days=args.days // 2)).isoformat()
+            key = middle_day(args.days).isoformat()
             if engine == "duckdb":
                 build(folder, args.days, args.rows)
             else:
