@@ -52,12 +52,15 @@ class Warehouses:
     """One engine per distinct connection, reused across contracts, disposed at the end."""
 
     environ: Mapping[str, str] | None = None
-    _engines: dict[str, tuple[sa.Engine, Connection]] = field(default_factory=dict)
+    _engines: dict[tuple, tuple[sa.Engine, Connection]] = field(default_factory=dict)
 
-    def engine(self, server: Mapping[str, Any], folder: str | None = None) -> tuple[sa.Engine, Connection]:
-        """`folder`: the contract file's folder, which a relative DuckDB path is read from."""
-        connection = connection_for(server, self.environ, folder)
-        key = connection.url.render_as_string(hide_password=False)
+    def engine(self, server: Mapping[str, Any], folder: str | None = None,
+               root: str | None = None) -> tuple[sa.Engine, Connection]:
+        """`folder`: the contract file's folder, which a relative DuckDB path is read from; `root`:
+        the default root of what was loaded (ContractPlan.root)."""
+        connection = connection_for(server, self.environ, folder, root)
+        # file servers all open :memory:; their files and session settings tell them apart
+        key = (connection.url.render_as_string(hide_password=False), connection.files, connection.duckdb)
         if key not in self._engines:
             self._engines[key] = (engine_for(connection), connection)
         return self._engines[key]
@@ -96,7 +99,7 @@ def run_contract(
     secrets: tuple[str, ...] = ()
     try:
         server = choose_server(plan, server_name)
-        engine, connection = warehouses.engine(server, plan.folder)
+        engine, connection = warehouses.engine(server, plan.folder, plan.root)
         secrets = connection.secrets
         # one connection attempt first: an unreachable server fails every check once, quickly
         with engine.connect():

@@ -35,15 +35,22 @@ from typing import Any, Mapping
 import sqlalchemy as sa
 
 from dq_contracts.compiler import FILE_SERVER_TYPES, is_file_server
+from dq_contracts.operator import (ServerDeclaration, declaration_of, endpoint_disagreements, env_prefix, inside,
+                                   is_regular, is_remote, local_path, location_refusal, real_roots, regular_files,
+                                   same_type, server_name)
 
 DRIVERS = {"postgres": "postgresql+psycopg2", "postgresql": "postgresql+psycopg2", "duckdb": "duckdb"}
 
-# DuckDB settings of a check session: (setting, the operator's variable suffix, default)
+# DuckDB settings of a check session: (setting, the declaration's field, default)
 DUCKDB_SETTINGS = (
-    ("memory_limit", "MEMORY_LIMIT", lambda: "1GB"),
-    ("temp_directory", "TEMP_DIRECTORY", lambda: os.path.join(tempfile.gettempdir(), "dq_contracts_spill")),
-    ("threads", "THREADS", lambda: None),
+    ("memory_limit", "memory_limit", lambda: "1GB"),
+    ("temp_directory", "temp_directory", lambda: os.path.join(tempfile.gettempdir(), "dq_contracts_spill")),
+    ("threads", "threads", lambda: None),
 )
+# set when a DuckDB database opens, before anything is read: no extension is installed or loaded
+# because of what a contract (or a warehouse file's views) call
+NO_EXTENSIONS = (("autoinstall_known_extensions", False), ("autoload_known_extensions", False),
+                 ("allow_community_extensions", False))
 
 
 @dataclass(frozen=True)
@@ -53,12 +60,26 @@ class Files:
 
     format: str
     path: str  # resolved: a relative local path is read from the contract's folder
+    roots: tuple[str, ...] = ()  # real paths the server may open; () for a remote location
 
-    def path_of(self, physical_name: str) -> str:
+    def path_of(self, physical_name: str) -> str | list[str]:
+        """What DuckDB reads for the object: a remote location as written; a local glob expanded
+        here to the regular files it matches inside the roots (DuckDB would block on a FIFO)."""
+        pattern = self.pattern_of(physical_name)
+        if is_remote(pattern):
+            return pattern
+        found = regular_files(pattern, self.roots)
+        if not found:
+            raise FileNotFoundError(f"no regular file inside the operator's roots matches {pattern}")
+        return found
+
+    def pattern_of(self, physical_name: str) -> str:
         return self.path.replace("{model}", physical_name).replace("{object}", physical_name)
 
     def allowed(self) -> list[str]:
-        """What the session may read: the folder (or bucket prefix) the glob starts in, nothing else."""
+        """What the session may read: the operator's roots (a remote server: its bucket prefix)."""
+        if self.roots:
+            return [r if os.path.isfile(r) else r.rstrip(os.sep) + os.sep for r in self.roots]
         fixed = re.split(r"[*?\[{]", self.path, maxsplit=1)[0]
         folder = fixed if fixed.endswith(("/", os.sep)) else os.path.dirname(fixed)
         return [folder.rstrip("/") + "/" if folder else "./"]
@@ -71,103 +92,124 @@ class Connection:
     secrets: tuple[str, ...]  # values never to show in a result, log or error
     files: Files | None = None  # set for a file server: the tables are files DuckDB reads
     duckdb: tuple[tuple[str, str], ...] = ()  # DuckDB session settings (DUCKDB_SETTINGS)
-
-
-def env_prefix(server_name: str) -> str:
-    return "DQ_CONTRACTS_" + re.sub(r"[^A-Za-z0-9]", "_", server_name).upper()
-
-
-_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # md:, s3://, https://, file: (a one-letter scheme is a drive)
+    roots: tuple[str, ...] | None = None  # where a DuckDB file may be (real paths); None: not confined
 
 
 def is_relative_file(database: str) -> bool:
     """A plain relative file path: not `:memory:`, not a URI or MotherDuck name, not absolute."""
-    return not (database.startswith(":memory:") or _URI.match(database)
+    return not (database.startswith(":memory:") or is_remote(database)
                 or os.path.isabs(os.path.expanduser(database)))
 
 
 def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None = None,
-                   folder: str | None = None) -> Connection:
-    """The connection for one ODCS server; `folder` is the contract file's folder."""
-    environ = os.environ if environ is None else environ
-    name = str(server.get("server") or server.get("id") or "default")
+                   folder: str | None = None, root: str | None = None) -> Connection:
+    """The connection for one ODCS server; `folder` is the contract file's folder, `root` the
+    default root of what was loaded (operator.root_of_loaded; default: the parent of `folder`).
+
+    The operator's declaration is checked again here (the files may have changed since loading):
+    a DuckDB database or a file server's files must still be regular files inside the roots."""
+    declaration = declaration_of(server_name(server), environ)
+    name = declaration.name
     prefix = env_prefix(name)
     kind = str(server.get("type") or "").lower()
     schema = server.get("schema")
-    if environ.get(f"{prefix}_URL"):
-        url = sa.make_url(environ[f"{prefix}_URL"])
+    if root is None and folder:
+        root = os.path.dirname(os.path.abspath(folder))
+    if declaration.type and kind and not same_type(kind, declaration.type):
+        raise EndpointError(f"server {name!r}: the contract says type {kind!r}, the operator declared "
+                            f"{declaration.type!r}; not connecting")
+    if declaration.url:
+        url = sa.make_url(declaration.url)
         if kind not in ("duckdb", *FILE_SERVER_TYPES):
-            url = url.update_query_dict(_tls(environ, prefix))
+            url = url.update_query_dict(_tls(declaration))
             _agrees(server, url, name, f"{prefix}_URL")
-        settings = _duckdb(environ, prefix) if url.get_backend_name() == "duckdb" else ()
+        settings = _duckdb(declaration) if url.get_backend_name() == "duckdb" else ()
         return Connection(url, schema, tuple(s for s in (url.password,) if s), None, settings)
     if is_file_server(server):
         path = str(server["path"])
-        if kind == "local" and folder and is_relative_file(path):
-            path = os.path.normpath(os.path.join(folder, path))
-        files = Files(str(server["format"]).lower(), path)  # csv: DuckDB detects the delimiter
-        return Connection(sa.URL.create("duckdb", database=":memory:"), None, (), files, _duckdb(environ, prefix))
+        if root or declaration.roots or is_remote(path):
+            _refuse(location_refusal(path, folder, declaration, root, "path"), name)
+        if not is_remote(path):
+            path = os.path.normpath(local_path(path, folder))
+        roots = () if is_remote(path) else real_roots(declaration, root)
+        files = Files(str(server["format"]).lower(), path, roots)  # csv: DuckDB detects the delimiter
+        return Connection(sa.URL.create("duckdb", database=":memory:"), None, (), files, _duckdb(declaration))
     if kind == "duckdb":
         database = str(server.get("database") or ":memory:")
-        if folder and is_relative_file(database):
-            database = os.path.normpath(os.path.join(folder, database))
-        return Connection(sa.URL.create("duckdb", database=database), schema, (), None, _duckdb(environ, prefix))
+        confined = bool(root or declaration.roots)
+        if confined or is_remote(database):
+            _refuse(location_refusal(database, folder, declaration, root, "database"), name)
+        if not (database.startswith(":memory:") or is_remote(database)):
+            database = os.path.normpath(local_path(database, folder))
+        return Connection(sa.URL.create("duckdb", database=database), schema, (), None, _duckdb(declaration),
+                          real_roots(declaration, root) if confined else None)
     if kind not in DRIVERS:
         raise ValueError(f"server {name!r}: type {kind!r} has no driver here; set {prefix}_URL to a "
                          "SQLAlchemy URL for it")
-    if not environ.get(f"{prefix}_HOST"):
+    if not declaration.host:
         raise EndpointError(f"server {name!r}: no endpoint declared by the operator; set {prefix}_URL, or "
                             f"{prefix}_HOST (with _PORT, _DATABASE, _USER, _PASSWORD). Credentials are never "
                             "sent to a host that only the contract names")
-    password = environ.get(f"{prefix}_PASSWORD")
-    port = environ.get(f"{prefix}_PORT")
     url = sa.URL.create(
         DRIVERS[kind],
-        username=environ.get(f"{prefix}_USER"),
-        password=password,
-        host=environ[f"{prefix}_HOST"],
-        port=int(port) if port else None,
-        database=environ.get(f"{prefix}_DATABASE") or server.get("database"),
-        query=_tls(environ, prefix),
+        username=declaration.user,
+        password=declaration.password,
+        host=declaration.host,
+        port=int(declaration.port) if declaration.port else None,
+        database=declaration.database or server.get("database"),
+        query=_tls(declaration),
     )
     _agrees(server, url, name, f"{prefix}_HOST/_PORT/_DATABASE")
-    return Connection(url, schema, tuple(s for s in (password,) if s))
+    return Connection(url, schema, tuple(s for s in (declaration.password,) if s))
 
 
-def _duckdb(environ: Mapping[str, str], prefix: str) -> tuple[tuple[str, str], ...]:
-    chosen = ((name, environ.get(f"{prefix}_{suffix}") or default()) for name, suffix, default in DUCKDB_SETTINGS)
+def _refuse(problem: str | None, name: str) -> None:
+    if problem:
+        raise EndpointError(f"server {name!r}: {problem}; not opening it")
+
+
+def _duckdb(declaration: ServerDeclaration) -> tuple[tuple[str, str], ...]:
+    chosen = ((name, getattr(declaration, field) or default()) for name, field, default in DUCKDB_SETTINGS)
     return tuple((name, str(value)) for name, value in chosen if value)
 
 
 class EndpointError(ValueError):
-    """The contract's server and the operator's endpoint disagree, or there is no endpoint."""
+    """The contract's server and the operator's declaration disagree, or there is no endpoint."""
 
 
-def _tls(environ: Mapping[str, str], prefix: str) -> dict[str, str]:
-    return {key: environ[f"{prefix}_{key.upper()}"] for key in ("sslmode", "require_auth")
-            if environ.get(f"{prefix}_{key.upper()}")}
+def _tls(declaration: ServerDeclaration) -> dict[str, str]:
+    return {key: getattr(declaration, key) for key in ("sslmode", "require_auth") if getattr(declaration, key)}
 
 
 def _agrees(server: Mapping[str, Any], url: sa.URL, name: str, declared: str) -> None:
     """A host, port or database the contract names must be the operator's: else no connection."""
-    for key, ours in (("host", url.host), ("port", url.port), ("database", url.database)):
-        theirs = server.get(key)
-        if theirs in (None, "") or ours in (None, ""):
-            continue
-        if str(theirs).strip().lower() != str(ours).strip().lower():
-            raise EndpointError(f"server {name!r}: the contract says {key} {theirs!r}, the operator's {declared} "
-                                f"says {ours!r}; not connecting (make them agree, or leave {key} out of the "
-                                "contract)")
+    for key, theirs, ours in endpoint_disagreements(server, url.host, url.port, url.database):
+        raise EndpointError(f"server {name!r}: the contract says {key} {theirs!r}, the operator's {declared} "
+                            f"says {ours!r}; not connecting (make them agree, or leave {key} out of the "
+                            "contract)")
 
 
 def engine_for(connection: Connection) -> sa.Engine:
+    """The engine of a connection; a DuckDB file is checked first, again (it may have changed since
+    the contract was loaded): a regular file (os.stat, never open: a FIFO would block), inside the
+    roots."""
     # No ping before each checkout: an engine lives for one run, and every statement of an object
     # shares one connection (runner.Session); a connection lost mid-run fails its statements, which
     # the runner reports as the checks' errors.
     kwargs: dict[str, Any] = {}
+    database = connection.url.database or ":memory:"
+    if connection.url.get_backend_name() == "duckdb" and connection.files is None \
+            and not (database.startswith(":memory:") or is_remote(database)):
+        real = os.path.realpath(database)
+        if connection.roots is not None and not inside(real, connection.roots):
+            raise EndpointError(f"database {database} is {real}, outside the operator's roots "
+                                f"({', '.join(connection.roots)}); not opening it")
+        if not is_regular(real):
+            what = "is not a regular file" if os.path.lexists(real) else "does not exist"
+            raise EndpointError(f"database {database} {what}; not opening it")
     if connection.url.get_backend_name() == "duckdb":
         # set when the database opens: no statement, and nothing a contract's SQL could change
-        kwargs["connect_args"] = {"config": dict(connection.duckdb)}
+        kwargs["connect_args"] = {"config": {**dict(NO_EXTENSIONS), **dict(connection.duckdb)}}
         if connection.files is None:
             kwargs["connect_args"]["read_only"] = True
     elif connection.url.get_backend_name() == "postgresql":
@@ -187,4 +229,34 @@ def engine_for(connection: Connection) -> sa.Engine:
             dbapi_connection.execute("SET TimeZone = 'UTC'")  # timestamps compared in UTC, whatever the host's
             dbapi_connection.execute("SET enable_external_access = false")
             dbapi_connection.execute("SET lock_configuration = true")
+            if allowed is None:
+                refuse_redefinitions(dbapi_connection, connection.url.database)
     return engine
+
+
+# What a warehouse file may not hold: anything that would change what a check's SQL means. A macro
+# in the file's catalog (any schema) takes the place of the built-in of its name (`length`,
+# `count`, `regexp_matches`, even the `~~` behind LIKE), and a type named like a built-in one could
+# take its place in a cast. The catalog is read through `system.main`, which no file can shadow.
+REDEFINITIONS = """
+SELECT function_type || ' ' || schema_name || '.' || function_name
+FROM system.main.duckdb_functions() WHERE NOT internal AND database_name = current_database()
+UNION ALL
+SELECT 'type ' || schema_name || '.' || type_name
+FROM system.main.duckdb_types() AS t WHERE NOT internal AND database_name = current_database()
+  AND lower(type_name) IN (SELECT lower(type_name) FROM system.main.duckdb_types() WHERE internal)
+ORDER BY 1
+"""
+
+
+class RedefinitionError(ValueError):
+    """A warehouse file defines functions or types that would change what the checks mean."""
+
+
+def refuse_redefinitions(dbapi_connection: Any, database: str | None) -> None:
+    found = [row[0] for row in dbapi_connection.execute(REDEFINITIONS).fetchall()]
+    if found:
+        shown = ", ".join(found[:10]) + (f" and {len(found) - 10} more" if len(found) > 10 else "")
+        raise RedefinitionError(f"the DuckDB file {database} defines {shown}: a warehouse file cannot redefine "
+                                "what the checks call, so none of its checks runs (drop them from the file, or "
+                                "check a copy without them)")

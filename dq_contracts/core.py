@@ -7,14 +7,16 @@ it names) so that its problems can be shown where its owners look.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, Mapping
 
-from dq_contracts.compiler import FolderIndex, compile_contract, definition_names, outline_contract
+from dq_contracts.compiler import FolderIndex, checkable, compile_contract, definition_names, outline_contract
 from dq_contracts.loader import load_documents
+from dq_contracts.operator import root_of_loaded, server_name, server_refusals
 from dq_contracts.paths import named_path
 from dq_contracts.plans import ContractPlan
 from dq_contracts.problems import Problem, contract_errors_of, errors_of
@@ -50,28 +52,42 @@ class LoadResult:
 
 
 def server_problems(plans: Iterable[ContractPlan], server: str | None,
-                    line_of=lambda plan: None) -> list[Problem]:
-    """A `server` name (component, resource, --server) that a contract does not declare, found before
-    anything runs, naming the servers it does declare."""
-    if server is None:
-        return []
+                    line_of=lambda plan, parts=("servers",): None,
+                    environ: Mapping[str, str] | None = None) -> list[Problem]:
+    """What stops a contract's server before anything connects: a `server` name (component,
+    resource, --server) the contract does not declare, naming the servers it does declare; and what
+    the operator's declaration refuses in the server it will use (operator.server_refusals: not
+    bound to its folder, another type or endpoint, a file outside the roots, a remote location)."""
     found = []
     for plan in plans:
-        names = [str(s.get("server") or s.get("id")) for s in plan.servers]
-        if server not in names:
+        names = [server_name(s) for s in plan.servers]
+        if server is not None and server not in names:
             found.append(Problem(plan.file, f"no server named {server!r} to check against; this contract declares "
-                                 f"{', '.join(repr(n) for n in names) or 'no servers'}", "servers", line_of(plan)))
+                                 f"{', '.join(repr(n) for n in names) or 'no servers'}", "servers",
+                                 line_of(plan, ("servers",))))
+            continue
+        index = (names.index(server) if server is not None
+                 else next((i for i, s in enumerate(plan.servers) if checkable(s)), None))
+        if index is None:
+            continue
+        physical = tuple(o.physical_name for o in plan.objects)
+        for parts, message in server_refusals(plan.servers[index], index, plan.file, plan.folder, plan.root,
+                                              physical, environ):
+            found.append(Problem(plan.file, message, named_path({"servers": list(plan.servers)}, parts),
+                                 line_of(plan, parts)))
     return found
 
 
-def load_contracts(paths: Iterable[str | os.PathLike[str]], *, server: str | None = None) -> LoadResult:
+def load_contracts(paths: Iterable[str | os.PathLike[str]], *, server: str | None = None,
+                   environ: Mapping[str, str] | None = None) -> LoadResult:
     """Every contract under `paths`; `server` is the server name checks will use (None: each
-    contract's first SQL server), and a contract without it is rejected."""
+    contract's first SQL server), and a contract without it is rejected, as is one whose server
+    the operator's declaration (`environ`, default the process's: operator.py) refuses."""
     # Loading builds many small objects that all stay alive until the plans are made (documents
     # and their YAML node trees, for line numbers): the cyclic collector would scan them again and
     # again for nothing, about a third of the load time at 1,000 contracts. It runs once, after.
     with gc_paused():
-        return _load_contracts(paths, server)
+        return _load_contracts(paths, server, environ)
 
 
 FULL_COLLECTION_AFTER = 250_000  # new objects: about 200 contracts of 20 properties built into Definitions
@@ -99,8 +115,11 @@ def gc_paused():
             gc.enable()
 
 
-def _load_contracts(paths: Iterable[str | os.PathLike[str]], server: str | None) -> LoadResult:
+def _load_contracts(paths: Iterable[str | os.PathLike[str]], server: str | None,
+                    environ: Mapping[str, str] | None) -> LoadResult:
+    paths = list(paths)
     documents, problems = load_documents(paths)
+    roots = _roots_of(paths)
     # files that could not even be parsed count as read too
     result = LoadResult(problems=problems, files_read=len(documents) + len({p.file for p in problems}))
     compiled: list[tuple[ContractPlan, object]] = []
@@ -113,6 +132,7 @@ def _load_contracts(paths: Iterable[str | os.PathLike[str]], server: str | None)
     folder = FolderIndex(v for v, _ in valid)  # relationships may reference another contract's table
     for validated, document in valid:
         plan, found = compile_contract(validated, folder)
+        plan = dataclasses.replace(plan, root=_root_of(plan.file, roots))
         result.problems.extend(found)
         compiled.append((plan, document))
 
@@ -155,7 +175,8 @@ def _load_contracts(paths: Iterable[str | os.PathLike[str]], server: str | None)
             result.plans.append(plan)
             seen_names.update(dict.fromkeys(names, plan))
     by_file = {d.file: d for d in documents}
-    result.problems.extend(server_problems(result.plans, server, lambda p: by_file[p.file].line_of(["servers"])))
+    result.problems.extend(server_problems(result.plans, server, lambda p, parts: by_file[p.file].line_of(parts),
+                                           environ))
     result.problems.sort(key=lambda p: (p.file, p.line or 0))
 
     compiled_by_file = {plan.file: plan for plan, _ in compiled}
@@ -168,3 +189,16 @@ def _load_contracts(paths: Iterable[str | os.PathLike[str]], server: str | None)
             plan = outline_contract(by_file[file].data, file)
         result.rejected.append(RejectedContract(file, tuple(problems_of[file]), plan))
     return result
+
+
+def _roots_of(paths: list[str | os.PathLike[str]]) -> list[tuple[str, str]]:
+    """(a path loaded, absolute; the default root of its contracts), longest path first."""
+    return sorted(((os.path.abspath(p), root_of_loaded(p)) for p in paths), key=lambda pair: -len(pair[0]))
+
+
+def _root_of(file: str, roots: list[tuple[str, str]]) -> str:
+    path = os.path.abspath(file)
+    for loaded, root in roots:
+        if path == loaded or path.startswith(loaded.rstrip(os.sep) + os.sep):
+            return root
+    return root_of_loaded(path)

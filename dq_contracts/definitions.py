@@ -366,7 +366,8 @@ def _freshness_sensor(watched: list[tuple[ContractPlan, ObjectPlan, str, dg.Asse
                 if obj.column(column) is not None and obj.column(column).classified:
                     continue  # its newest value is classified: not even a hash of it is kept (the check still runs)
                 try:
-                    engine, connection = warehouses.engine(choose_server(plan, warehouse.server), plan.folder)
+                    engine, connection = warehouses.engine(choose_server(plan, warehouse.server), plan.folder,
+                                                         plan.root)
                     table = table_for(obj.physical_name, connection.schema, [column],
                                       engine.dialect.identifier_preparer, connection.files)
                     with read_only(engine, warehouse.timeout_seconds) as conn:
@@ -471,7 +472,7 @@ def _build_defs(paths, assets, defs, translator, resource, resource_key, freshne
     translator = translator or DqContractsTranslator()
     resource = resource or WarehouseResource()
     server = resource.server.get_value() if isinstance(resource.server, dg.EnvVar) else resource.server
-    loaded = load_contracts(paths, server=server)
+    loaded = load_contracts(paths, server=server, environ=resource.environ())
     if strict and loaded.errors:
         raise ContractError(loaded.problems)
     rejected_files = {r.file for r in loaded.rejected}

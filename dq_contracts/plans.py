@@ -311,6 +311,7 @@ class ContractPlan:
     not_enforced: tuple[NotEnforced, ...]
     rewrites: tuple[Any, ...] = ()
     authoritative_definitions: tuple[dict[str, Any], ...] = ()
+    root: str | None = None  # the default root of its servers: the folder holding the folder loaded
 
     def object(self, name: str) -> ObjectPlan | None:
         return next((o for o in self.objects if o.name == name), None)

@@ -1,7 +1,8 @@
 """The warehouse connection settings the check ops use, as a Dagster resource.
 
-Settings per ODCS server name; anything not set here falls back to the `DQ_CONTRACTS_<SERVER>_*`
-environment variables (see connections.py), so the resource works with no configuration at all:
+Settings per ODCS server name, one per field of the operator's declaration (operator.FIELDS);
+anything not set here falls back to the `DQ_CONTRACTS_<SERVER>_*` environment variables (see
+operator.py), so the resource works with no configuration at all:
 
     WarehouseResource(servers={"prod": ServerSettings(host="db.internal", user=dg.EnvVar("WH_USER"),
                                                       password=dg.EnvVar("WH_PASSWORD"))})
@@ -14,7 +15,7 @@ import os
 import dagster as dg
 from pydantic import Field
 
-from dq_contracts.connections import env_prefix
+from dq_contracts.operator import FIELDS, env_prefix
 from dq_contracts.runner import DEFAULT_TIMEOUT_SECONDS
 
 
@@ -29,6 +30,16 @@ class ServerSettings(dg.Config):
     password: str | None = Field(default=None, description="Password; pass it as dg.EnvVar(...)")
     sslmode: str | None = Field(default=None, description="libpq sslmode, e.g. verify-full")
     require_auth: str | None = Field(default=None, description="libpq require_auth, e.g. scram-sha-256")
+    type: str | None = Field(default=None, description="The server's ODCS type; a contract saying another is refused")
+    memory_limit: str | None = Field(default=None, description="DuckDB and file servers: a session's memory limit")
+    temp_directory: str | None = Field(default=None, description="DuckDB and file servers: the spill folder")
+    threads: int | None = Field(default=None, description="DuckDB and file servers: threads per session")
+    roots: list[str] | None = Field(default=None, description="DuckDB and file servers: the files or folders "
+                                    "they may open (default: the folder holding the contracts folder loaded)")
+    remote: list[str] | None = Field(default=None, description="DuckDB and file servers: the remote location "
+                                     "prefixes they may open (md:, s3://bucket/, https://host/; none by default)")
+    contracts: list[str] | None = Field(default=None, description="The folders of the contracts bound to this "
+                                        "server (default: every contract loaded)")
 
 
 class WarehouseResource(dg.ConfigurableResource):
@@ -45,8 +56,10 @@ class WarehouseResource(dg.ConfigurableResource):
         environ = dict(os.environ)
         for name, settings in self.servers.items():
             prefix = env_prefix(name)
-            for key in ("url", "host", "port", "database", "user", "password", "sslmode", "require_auth"):
+            for key, suffix, separator in FIELDS:
                 value = getattr(settings, key)
-                if value not in (None, ""):
-                    environ[f"{prefix}_{key.upper()}"] = str(value)
+                if isinstance(value, dg.EnvVar):  # read when the declaration is, at load and at run
+                    value = value.get_value()
+                if value not in (None, "", []):
+                    environ[f"{prefix}_{suffix}"] = separator.join(value) if separator else str(value)
         return environ

@@ -73,13 +73,15 @@ def test_files_are_checked_with_the_same_clauses(tmp_path, fmt, options, suffix)
 
 
 def test_a_file_session_reads_the_server_folder_and_nothing_else(tmp_path):
-    contract = lake(tmp_path, "csv", "(HEADER)", "csv")
+    project = tmp_path / "project"  # the default root: the folder holding the contracts folder
+    project.mkdir()
+    contract = lake(project, "csv", "(HEADER)", "csv")
     server = yaml.safe_load(contract.read_text())["servers"][0]
     engine = engine_for(connection_for(server, {}, str(contract.parent)))
-    secret = tmp_path / "secret.csv"
+    secret = tmp_path / "secret.csv"  # beside the project, outside its root
     secret.write_text("password\nhunter2\n")
     with engine.connect() as c:
-        inside = c.execute(sa.text("SELECT COUNT(*) FROM read_csv(:p)"), {"p": str(tmp_path / "data" / "orders.csv")})
+        inside = c.execute(sa.text("SELECT COUNT(*) FROM read_csv(:p)"), {"p": str(project / "data" / "orders.csv")})
         assert inside.scalar() == 3
         for statement in (f"SELECT * FROM read_csv('{secret}')", "SELECT * FROM glob('/etc/*')",
                           f"SELECT * FROM '{secret}'", "SET enable_external_access = true"):

@@ -1,0 +1,281 @@
+"""The operator's declaration of servers: what exists, where it is, and which contracts may use it.
+
+A contract may be written by another team than the one whose credentials run it, so it only *names*
+a server; everything else is the operator's. For each server name (upper-cased, every other
+character turned into `_`: `prod` is `DQ_CONTRACTS_PROD_*`) the operator declares, in the
+environment or in the WarehouseResource's `servers` (which win), the fields of `FIELDS`. Lists of
+paths are separated by os.pathsep (`:` here), lists of prefixes by commas.
+
+What a contract may then choose, checked when it is loaded (as problems of the contract, before
+anything connects) and again when a connection is made:
+
+* the server it uses must be bound to the contract's folder (`_CONTRACTS`; default: every contract
+  loaded), of the declared `_TYPE`, at the declared endpoint;
+* a DuckDB `database` or a file server's `path` must resolve (`~`, `..`, symlinks) inside the
+  server's roots (`_ROOTS`; default: the folder that holds the contracts folder being loaded, so
+  `contracts/x.yaml` may open `../demo_data/warehouse.duckdb`), and only regular files are opened;
+* a remote location (`md:`, `s3://`, `https://`, any `scheme:`) only under a prefix in `_REMOTE`
+  (none by default).
+
+This module is pure: no engine, no Dagster.
+"""
+
+from __future__ import annotations
+
+import glob as globbing
+import os
+import re
+import stat
+from dataclasses import dataclass, fields
+from typing import Any, Mapping
+
+# (field, the variable's suffix, how a list is split: None for one value)
+FIELDS: tuple[tuple[str, str, str | None], ...] = (
+    ("type", "TYPE", None),
+    ("url", "URL", None),
+    ("host", "HOST", None),
+    ("port", "PORT", None),
+    ("database", "DATABASE", None),
+    ("user", "USER", None),
+    ("password", "PASSWORD", None),
+    ("sslmode", "SSLMODE", None),
+    ("require_auth", "REQUIRE_AUTH", None),
+    ("memory_limit", "MEMORY_LIMIT", None),
+    ("temp_directory", "TEMP_DIRECTORY", None),
+    ("threads", "THREADS", None),
+    ("roots", "ROOTS", os.pathsep),
+    ("remote", "REMOTE", ","),
+    ("contracts", "CONTRACTS", os.pathsep),
+)
+
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # md:, s3://, https://, file: (a one-letter scheme is a drive)
+_GLOB = re.compile(r"[*?\[{]")
+# ODCS types that name one engine under two spellings
+_SAME_TYPE = {"postgresql": "postgres"}
+
+
+@dataclass(frozen=True)
+class ServerDeclaration:
+    """One server as the operator declared it; None or () where nothing was said."""
+
+    name: str
+    type: str | None = None
+    url: str | None = None
+    host: str | None = None
+    port: str | None = None
+    database: str | None = None
+    user: str | None = None
+    password: str | None = None
+    sslmode: str | None = None
+    require_auth: str | None = None
+    memory_limit: str | None = None
+    temp_directory: str | None = None
+    threads: str | None = None
+    roots: tuple[str, ...] = ()
+    remote: tuple[str, ...] = ()
+    contracts: tuple[str, ...] = ()
+
+    @property
+    def declared(self) -> bool:
+        """Whether the operator said anything at all about this server."""
+        return any(getattr(self, f.name) not in (None, (), "") for f in fields(self) if f.name != "name")
+
+    @property
+    def variables(self) -> str:
+        return env_prefix(self.name) + "_*"
+
+
+def env_prefix(server_name: str) -> str:
+    return "DQ_CONTRACTS_" + re.sub(r"[^A-Za-z0-9]", "_", server_name).upper()
+
+
+def declaration_of(name: str, environ: Mapping[str, str] | None = None) -> ServerDeclaration:
+    """What the operator declared for server `name` in `environ` (default: the process's)."""
+    environ = os.environ if environ is None else environ
+    prefix = env_prefix(name)
+    values: dict[str, Any] = {}
+    for field, suffix, separator in FIELDS:
+        raw = environ.get(f"{prefix}_{suffix}")
+        if raw in (None, ""):
+            continue
+        values[field] = raw if separator is None else tuple(p.strip() for p in raw.split(separator) if p.strip())
+    return ServerDeclaration(name, **values)
+
+
+def server_name(server: Mapping[str, Any]) -> str:
+    return str(server.get("server") or server.get("id") or "default")
+
+
+def is_remote(location: str) -> bool:
+    """A URI or URL-ish name (`md:x`, `s3://b/k`, `https://…`), not `:memory:` or a drive letter."""
+    return bool(_URI.match(location))
+
+
+def root_of_loaded(path: str | os.PathLike[str]) -> str:
+    """The default root of what is loaded from `path`: the folder that holds the contracts folder
+    (for `contracts/` or `contracts/x.yaml`, the project)."""
+    path = os.path.abspath(path)
+    folder = path if os.path.isdir(path) else os.path.dirname(path)
+    return os.path.dirname(folder)
+
+
+def inside(path: str, folders: tuple[str, ...]) -> bool:
+    return any(path == f or path.startswith(f.rstrip(os.sep) + os.sep) for f in folders)
+
+
+def real_roots(declaration: ServerDeclaration, root: str | None) -> tuple[str, ...]:
+    """The folders (or files) the server may open, as real paths: the declared roots, else `root`."""
+    chosen = declaration.roots or ((root,) if root else ())
+    return tuple(os.path.realpath(os.path.expanduser(r)) for r in chosen)
+
+
+def local_path(location: str, folder: str | None) -> str:
+    """A contract's local path as the engine reads it: `~` expanded, relative to the contract's folder."""
+    location = os.path.expanduser(location)
+    if folder and not os.path.isabs(location):
+        location = os.path.join(folder, location)
+    return location
+
+
+def resolved(location: str) -> str:
+    """The real path of a local path or glob: symlinks and `..` resolved in its fixed part (the
+    longest part with no glob character), the rest as written."""
+    fixed, rest = _split_glob(location)
+    real = os.path.realpath(fixed) if fixed else os.path.realpath(".")
+    if fixed.endswith(os.sep) and rest:
+        real += os.sep
+    return real + rest
+
+
+def _split_glob(location: str) -> tuple[str, str]:
+    match = _GLOB.search(location)
+    if match is None:
+        return location, ""
+    cut = location.rfind(os.sep, 0, match.start()) + 1  # the glob's folder: a partial name is not a path
+    return location[:cut], location[cut:]
+
+
+def location_refusal(location: str, folder: str | None, declaration: ServerDeclaration,
+                     root: str | None, what: str) -> str | None:
+    """Why the operator's declaration does not let a contract open `location` (a DuckDB database,
+    a file server's path), or None. `what` names the field in the message."""
+    if location == "" or location.startswith(":memory:"):  # DuckDB's in-memory databases, named or not
+        return None
+    if is_remote(location):
+        if any(location.startswith(prefix) for prefix in declaration.remote):
+            return None
+        declared = ", ".join(declaration.remote) or "none"
+        return (f"{what} {location!r} is a remote location the operator did not declare for server "
+                f"{declaration.name!r} (remote prefixes: {declared}; set {env_prefix(declaration.name)}_REMOTE)")
+    path = local_path(location, folder)
+    _, rest = _split_glob(path)
+    if ".." in rest.split(os.sep):
+        return f"{what} {location!r} has '..' after a glob character; write the folder without it"
+    roots = real_roots(declaration, root)
+    real = resolved(path)
+    if not roots or not inside(real.rstrip(os.sep), roots):
+        return (f"{what} {location!r} resolves to {real}, outside the folders the operator lets server "
+                f"{declaration.name!r} open ({', '.join(roots) or 'none'}; set {env_prefix(declaration.name)}_ROOTS)")
+    return None
+
+
+def regular_files(pattern: str, roots: tuple[str, ...]) -> list[str]:
+    """The regular files a local glob matches inside `roots`, as real paths: a FIFO, a device, a
+    socket or a folder is left out (os.stat, never open: open blocks on a FIFO)."""
+    found = []
+    for match in sorted(globbing.glob(pattern, recursive=True)):
+        real = os.path.realpath(match)
+        if inside(real, roots) and is_regular(real):
+            found.append(real)
+    return list(dict.fromkeys(found))
+
+
+def is_regular(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def same_type(contract_type: str, declared: str) -> bool:
+    a, b = contract_type.strip().lower(), declared.strip().lower()
+    return _SAME_TYPE.get(a, a) == _SAME_TYPE.get(b, b)
+
+
+def endpoint_disagreements(server: Mapping[str, Any], host: Any, port: Any, database: Any) -> list[tuple[str, Any, Any]]:
+    """(key, the contract's, the operator's) for each of host, port and database both name differently."""
+    found = []
+    for key, ours in (("host", host), ("port", port), ("database", database)):
+        theirs = server.get(key)
+        if theirs in (None, "") or ours in (None, ""):
+            continue
+        if str(theirs).strip().lower() != str(ours).strip().lower():
+            found.append((key, theirs, ours))
+    return found
+
+
+def declared_endpoint(declaration: ServerDeclaration) -> tuple[Any, Any, Any] | None:
+    """(host, port, database) the operator declared, or None when no endpoint was."""
+    if declaration.url:
+        from sqlalchemy.engine import make_url  # the URL's own reading, as the engine will do
+
+        url = make_url(declaration.url)
+        return url.host, url.port, url.database
+    if declaration.host:
+        return declaration.host, declaration.port, declaration.database
+    return None
+
+
+def bound(declaration: ServerDeclaration, contract_file: str) -> bool:
+    """Whether the contract file is in a folder the server is bound to (every file when none is named)."""
+    if not declaration.contracts:
+        return True
+    real = os.path.realpath(contract_file)
+    return inside(real, tuple(os.path.realpath(os.path.expanduser(f)) for f in declaration.contracts))
+
+
+def server_refusals(server: Mapping[str, Any], index: int, contract_file: str, folder: str, root: str | None,
+                    physical_names: tuple[str, ...], environ: Mapping[str, str] | None = None
+                    ) -> list[tuple[list[str | int], str]]:
+    """What the operator's declaration refuses in the server a contract will use, as (the parts of
+    its path in the document, what is wrong)."""
+    from dq_contracts.compiler import FILE_SERVER_TYPES, is_file_server  # the ODCS reading of a server
+
+    name = server_name(server)
+    declaration = declaration_of(name, environ)
+    kind = str(server.get("type") or "").lower()
+    at = ["servers", index]
+    if declaration.declared and not bound(declaration, contract_file):
+        return [(at, f"server {name!r} is not bound to this contract's folder ({os.path.dirname(contract_file)}); "
+                     f"the operator binds it to {', '.join(declaration.contracts)} "
+                     f"({env_prefix(name)}_CONTRACTS); not connecting")]
+    found: list[tuple[list[str | int], str]] = []
+    declared_type = declaration.type
+    if declared_type is None and declaration.url and kind in ("postgres", "postgresql", "duckdb"):
+        declared_type = declaration.url.split(":", 1)[0].split("+", 1)[0]
+    if declared_type and kind and not same_type(kind, declared_type):
+        found.append(([*at, "type"], f"server {name!r}: the contract says type {kind!r}, the operator declared "
+                                     f"{declared_type!r}; not connecting"))
+        return found
+    if kind == "duckdb" and not declaration.url:
+        problem = location_refusal(str(server.get("database") or ""), folder, declaration, root, "database")
+        if problem:
+            found.append(([*at, "database"], f"server {name!r}: {problem}"))
+    elif is_file_server(dict(server)) and not declaration.url:
+        from dq_contracts.connections import Files  # the same placeholders as the reader
+
+        files = Files(str(server.get("format")), str(server["path"]))
+        for physical in physical_names or ("",):
+            problem = location_refusal(files.pattern_of(physical) if physical else files.path, folder, declaration,
+                                       root, "path")
+            if problem:
+                found.append(([*at, "path"], f"server {name!r}: {problem}"))
+                break
+    elif kind not in ("duckdb", *FILE_SERVER_TYPES):
+        endpoint = declared_endpoint(declaration)
+        if endpoint is not None:
+            for key, theirs, ours in endpoint_disagreements(server, *endpoint):
+                found.append(([*at, key], f"server {name!r}: the contract says {key} {theirs!r}, the operator "
+                                          f"declared {ours!r}; not connecting (make them agree, or leave {key} "
+                                          "out of the contract)"))
+    return found
