@@ -1,0 +1,295 @@
+"""The operator draws the boundary, a contract only chooses inside it (principles 1 and 6).
+
+Each rule is a property that holds for any input, tested with a table of attacks: a new attack is
+one row. Layout of every test: a project folder holding `contracts/` (the folder loaded) and
+`data/` (the default root), and an `outside/` folder beside the project that no contract may reach.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dq_contracts.checking import Warehouses, run_contract
+from dq_contracts.connections import connection_for, engine_for
+from dq_contracts.core import load_contracts
+from dq_contracts_tests.conftest import duckdb_with
+
+TABLE = ("CREATE SCHEMA analytics", "CREATE TABLE analytics.t (id INTEGER, code VARCHAR, amount INTEGER)",
+         # every row breaks a clause: a NULL id, a repeated id, a code too long and off the pattern, a
+         # negative amount, and a code outside the valid values
+         "INSERT INTO analytics.t VALUES (1, 'ab', 5), (1, 'TOOLONGCODE', -3), (NULL, 'zz', 7)")
+
+PROPERTIES = [
+    {"name": "id", "logicalType": "integer", "required": True, "unique": True},
+    {"name": "code", "logicalType": "string",
+     "logicalTypeOptions": {"pattern": "^[a-z]+$", "maxLength": 4, "minLength": 3}},
+    {"name": "amount", "logicalType": "integer", "logicalTypeOptions": {"minimum": 0},
+     "quality": [{"metric": "invalidValues", "arguments": {"validValues": [5, 7]}, "mustBe": 0}]},
+]
+
+
+def contract(server: dict, physical: str = "t") -> dict:
+    return {"apiVersion": "v3.1.0", "kind": "DataContract", "id": "team_b", "version": "1.0.0", "status": "active",
+            "servers": [server],
+            "schema": [{"name": "t", "physicalName": physical, "properties": PROPERTIES,
+                        "quality": [{"metric": "rowCount", "mustBeGreaterThan": 5}]}]}
+
+
+@pytest.fixture
+def site(tmp_path):
+    """project/contracts (loaded), project/data/wh.duckdb and data/t.csv (inside), outside/ (not)."""
+    project, outside = tmp_path / "project", tmp_path / "outside"
+    for folder in (project / "contracts", project / "data", outside):
+        folder.mkdir(parents=True)
+    duckdb_with(project / "data" / "wh.duckdb", *TABLE)
+    duckdb_with(outside / "other.duckdb", *TABLE)
+    for folder in (project / "data", outside):
+        (folder / "t.csv").write_text("id,code,amount\n1,ab,5\n")
+    os.symlink(outside / "other.duckdb", project / "data" / "link.duckdb")
+    os.symlink(outside, project / "data" / "away")
+    return tmp_path
+
+
+def write(site: Path, doc: dict, folder: str = "project/contracts") -> Path:
+    path = site / folder / "c.odcs.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+DUCK = {"server": "local", "type": "duckdb", "schema": "analytics"}
+FILES = {"server": "lake", "type": "local", "format": "csv"}
+PG = {"server": "prod", "type": "postgres", "host": "127.0.0.1", "port": 5432, "database": "wh", "schema": "public"}
+PG_OPERATOR = {"DQ_CONTRACTS_PROD_HOST": "127.0.0.1", "DQ_CONTRACTS_PROD_PORT": "5432",
+               "DQ_CONTRACTS_PROD_DATABASE": "wh"}
+
+# (id, the server the contract writes ({site}: the test's folder), the operator's variables, the
+# object's physicalName, the path of the problem in the document, what it says; None: no problem)
+LOAD_ATTACKS = [
+    ("duckdb absolute path outside", {**DUCK, "database": "{site}/outside/other.duckdb"}, {}, "t",
+     "servers[0].database", "outside the folders"),
+    ("duckdb .. out of the root", {**DUCK, "database": "../../outside/other.duckdb"}, {}, "t",
+     "servers[0].database", "outside the folders"),
+    ("duckdb symlink inside the root to outside", {**DUCK, "database": "../data/link.duckdb"}, {}, "t",
+     "servers[0].database", "outside the folders"),
+    ("duckdb symlinked folder to outside", {**DUCK, "database": "../data/away/other.duckdb"}, {}, "t",
+     "servers[0].database", "outside the folders"),
+    ("duckdb home folder", {**DUCK, "database": "~/wh.duckdb"}, {}, "t", "servers[0].database", "outside the folders"),
+    ("duckdb MotherDuck", {**DUCK, "database": "md:analytics"}, {}, "t", "servers[0].database", "remote location"),
+    ("duckdb MotherDuck, other prefix declared", {**DUCK, "database": "md:theirs"},
+     {"DQ_CONTRACTS_LOCAL_REMOTE": "md:ours"}, "t", "servers[0].database", "remote location"),
+    ("duckdb s3", {**DUCK, "database": "s3://bucket/wh.duckdb"}, {}, "t", "servers[0].database", "remote location"),
+    ("duckdb https", {**DUCK, "database": "https://example.com/wh.duckdb"}, {}, "t", "servers[0].database",
+     "remote location"),
+    ("duckdb file: URI", {**DUCK, "database": "file:{site}/outside/other.duckdb"}, {}, "t", "servers[0].database",
+     "remote location"),
+    ("files absolute glob outside", {**FILES, "path": "{site}/outside/*.csv"}, {}, "t", "servers[0].path",
+     "outside the folders"),
+    ("files .. after a glob", {**FILES, "path": "../data/*/../../../outside/t.csv"}, {}, "t", "servers[0].path",
+     "'..' after a glob"),
+    ("files symlinked folder", {**FILES, "path": "../data/away/*.csv"}, {}, "t", "servers[0].path",
+     "outside the folders"),
+    ("files physicalName climbs out", {**FILES, "path": "../data/{model}.csv"}, {}, "../../outside/t",
+     "servers[0].path", "outside the folders"),
+    ("files remote bucket", {**FILES, "path": "s3://bucket/t/*.csv"}, {}, "t", "servers[0].path", "remote location"),
+    ("files https", {**FILES, "path": "https://example.com/t.csv"}, {}, "t", "servers[0].path", "remote location"),
+    ("declared roots narrower than the default", {**DUCK, "database": "../data/wh.duckdb"},
+     {"DQ_CONTRACTS_LOCAL_ROOTS": "{site}/elsewhere"}, "t", "servers[0].database", "outside the folders"),
+    ("server bound to another team's folder", {**DUCK, "database": "../data/wh.duckdb"},
+     {"DQ_CONTRACTS_LOCAL_CONTRACTS": "{site}/project/team_a"}, "t", "servers[0]", "not bound"),
+    ("another type than the operator's", {**DUCK, "database": "../data/wh.duckdb"},
+     {"DQ_CONTRACTS_LOCAL_TYPE": "postgres"}, "t", "servers[0].type", "the contract says type 'duckdb'"),
+    ("postgres: another host", {**PG, "host": "evil.example"}, PG_OPERATOR, "t", "servers[0].host",
+     "the contract says host 'evil.example'"),
+    ("postgres: another database", {**PG, "database": "payroll"}, PG_OPERATOR, "t", "servers[0].database",
+     "the contract says database 'payroll'"),
+    ("postgres: another port", {**PG, "port": 6543}, PG_OPERATOR, "t", "servers[0].port", "the contract says port"),
+    ("postgres: another host than the URL's", {**PG, "host": "evil.example"},
+     {"DQ_CONTRACTS_PROD_URL": "postgresql+psycopg2://u:p@127.0.0.1:5432/wh"}, "t", "servers[0].host",
+     "the contract says host 'evil.example'"),
+    ("postgres: a server bound elsewhere", PG, {**PG_OPERATOR, "DQ_CONTRACTS_PROD_CONTRACTS": "{site}/team_a"}, "t",
+     "servers[0]", "not bound"),
+    # controls: what the operator lets through loads
+    ("control: duckdb inside the default root", {**DUCK, "database": "../data/wh.duckdb"}, {}, "t", None, None),
+    ("control: duckdb outside, root declared", {**DUCK, "database": "{site}/outside/other.duckdb"},
+     {"DQ_CONTRACTS_LOCAL_ROOTS": "{site}/outside"}, "t", None, None),
+    ("control: MotherDuck declared", {**DUCK, "database": "md:analytics"}, {"DQ_CONTRACTS_LOCAL_REMOTE": "md:"},
+     "t", None, None),
+    ("control: files inside", {**FILES, "path": "../data/{model}.csv"}, {}, "t", None, None),
+    ("control: bound to this folder", {**DUCK, "database": "../data/wh.duckdb"},
+     {"DQ_CONTRACTS_LOCAL_CONTRACTS": "{site}/project/contracts"}, "t", None, None),
+    ("control: postgres at the operator's endpoint", PG, PG_OPERATOR, "t", None, None),
+]
+
+
+def _filled(value, site):
+    if isinstance(value, dict):
+        return {k: _filled(v, site) for k, v in value.items()}
+    return value.replace("{site}", str(site)) if isinstance(value, str) else value
+
+
+@pytest.mark.parametrize("server, operator, physical, path, says", [row[1:] for row in LOAD_ATTACKS],
+                         ids=[row[0] for row in LOAD_ATTACKS])
+def test_the_operator_declaration_refuses_a_server_before_anything_connects(site, server, operator, physical,
+                                                                            path, says):
+    file = write(site, contract(_filled(server, site), physical))
+    loaded = load_contracts([site / "project" / "contracts"], environ=_filled(operator, site))
+    errors = [(p.path, p.message) for p in loaded.errors]
+    if path is None:
+        assert errors == [] and [os.path.abspath(p.file) for p in loaded.usable_plans] == [str(file)]
+        return
+    assert [e[0] for e in errors] == [path], errors
+    assert says in errors[0][1]
+    assert loaded.usable_plans == [] and [os.path.abspath(r.file) for r in loaded.rejected] == [str(file)]
+    assert loaded.errors[0].line is not None  # the line of the server entry in the file
+
+
+def test_validate_and_check_report_the_refusal_and_check_does_not_run_it(site):
+    write(site, contract({**DUCK, "database": "../data/link.duckdb"}))
+    for command in ("validate", "check"):
+        proc = subprocess.run([sys.executable, "-m", "dq_contracts.cli", command, "contracts"],
+                              cwd=site / "project", capture_output=True, text=True, timeout=120, check=False,
+                              env={k: v for k, v in os.environ.items() if not k.startswith("DQ_CONTRACTS_")})
+        output = proc.stdout + proc.stderr
+        assert proc.returncode == 1 and "Traceback" not in output
+        assert "c.odcs.yaml:" in output and "servers[0].database" in output and "outside the folders" in output
+        assert " pass " not in output and "0 check(s)" in output if command == "check" else True
+
+
+def test_a_rejected_server_shows_a_failing_contract_valid_check_and_the_rest_of_the_folder_loads(site):
+    import dagster as dg
+
+    from dq_contracts import WarehouseResource, build_contract_defs
+    from dq_contracts.resource import ServerSettings
+    from dq_contracts_tests.conftest import run_checks
+
+    write(site, contract({**DUCK, "database": "../data/wh.duckdb"}), "project/contracts/team_a")
+    other = contract({**DUCK, "server": "shared", "database": "../../data/wh.duckdb"})
+    write(site, {**other, "id": "team_b", "schema": [{**other["schema"][0], "name": "u", "physicalName": "u"}]},
+          "project/contracts/team_b")
+    resource = WarehouseResource(servers={"shared": ServerSettings(
+        contracts=[str(site / "project" / "contracts" / "team_a")])})
+    defs = build_contract_defs(site / "project" / "contracts", resource=resource)
+    result = run_checks(defs)
+    outcomes = {(e.asset_key.path[-1], e.check_name): e.passed for e in result.get_asset_check_evaluations()}
+    assert outcomes.get(("u", "contract_valid")) is False, outcomes  # team_b named a server bound to team_a's folder
+    assert any(key[0] == "t" for key in outcomes) and ("t", "contract_valid") not in outcomes
+    assert isinstance(defs, dg.Definitions)
+
+
+# --- at connection time, again: the file may have changed since it was loaded -----------------------
+
+def _in_thread(function, seconds=60):
+    """function() in a daemon thread: a read blocked on a FIFO fails the test instead of hanging it."""
+    box: dict = {}
+    thread = threading.Thread(target=lambda: box.setdefault("value", function()), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), "blocked (a FIFO opened?)"
+    return box["value"]
+
+
+# (id, what replaces project/data/wh.duckdb after loading, what every check's error says)
+SWAPS = [
+    ("a FIFO", lambda wh, site: os.mkfifo(wh), "not a regular file"),
+    ("a folder", lambda wh, site: wh.mkdir(), "not a regular file"),
+    ("a symlink to outside", lambda wh, site: os.symlink(site / "outside" / "other.duckdb", wh), "outside the"),
+]
+
+
+@pytest.mark.parametrize("swap, says", [row[1:] for row in SWAPS], ids=[row[0] for row in SWAPS])
+def test_a_duckdb_file_swapped_after_loading_is_not_opened(site, swap, says):
+    write(site, contract({**DUCK, "database": "../data/wh.duckdb"}))
+    plan = load_contracts([site / "project" / "contracts"], environ={}).usable_plans[0]
+    wh = site / "project" / "data" / "wh.duckdb"
+    wh.unlink()
+    swap(wh, site)
+    with Warehouses({}) as warehouses:
+        results = _in_thread(lambda: run_contract(plan, warehouses))
+    assert results and all(not r.passed and says in r.error for r in results), [r.error for r in results]
+
+
+def test_a_file_glob_reads_only_regular_files_inside_the_roots(site):
+    data = site / "project" / "data"
+    (data / "t.csv").unlink()
+    (data / "parts").mkdir()
+    (data / "parts" / "a.csv").write_text("id,code,amount\n1,ab,5\n2,cd,7\n")
+    os.mkfifo(data / "parts" / "b.csv")  # DuckDB would block reading it
+    os.symlink(site / "outside" / "t.csv", data / "parts" / "c.csv")  # inside by name, outside in fact
+    (data / "parts" / "d.csv").mkdir()  # a folder where a file is expected
+    write(site, contract({**FILES, "path": "../data/parts/*.csv"}))
+    plan = load_contracts([site / "project" / "contracts"], environ={}).usable_plans[0]
+    with Warehouses({}) as warehouses:
+        results = {r.name: r for r in _in_thread(lambda: run_contract(plan, warehouses))}
+    assert results["row_count"].observed == 2  # a.csv alone: not the FIFO, the symlink out, or the folder
+    assert not results["row_count"].passed and results["row_count"].error is None
+
+
+# --- DuckDB never installs or loads an extension because of a contract -------------------------------
+
+def test_a_duckdb_session_installs_and_loads_no_extension(site):
+    connection = connection_for({**DUCK, "database": "../data/wh.duckdb"}, {}, str(site / "project" / "contracts"))
+    engine = engine_for(connection)
+    with engine.connect() as c:
+        settings = {name: c.exec_driver_sql(f"SELECT current_setting('{name}')").scalar()
+                    for name in ("autoinstall_known_extensions", "autoload_known_extensions",
+                                 "allow_community_extensions")}
+        with pytest.raises(Exception) as caught:  # spatial is not built in: loading it is refused, not tried
+            c.exec_driver_sql("SELECT ST_Point(1, 2)")
+    engine.dispose()
+    assert settings == dict.fromkeys(settings, False)
+    assert "is not in the catalog" in str(caught.value)  # not a download tried and refused
+
+
+# --- principle 6: a warehouse file cannot change what a check means -----------------------------------
+
+# (a statement the warehouse file's owner ran, the object it defines as the error names it)
+SHADOWS = [
+    ("CREATE MACRO regexp_matches(a, b) AS true", "macro main.regexp_matches"),
+    ("CREATE MACRO regexp_full_match(a, b) AS true", "macro main.regexp_full_match"),
+    ("CREATE MACRO length(a) AS 3", "macro main.length"),
+    ("CREATE MACRO strlen(a) AS 3", "macro main.strlen"),
+    ("CREATE MACRO count(a) AS 0", "macro main.count"),
+    ("CREATE MACRO count_star() AS 100", "macro main.count_star"),
+    ("CREATE MACRO sum(a) AS 0", "macro main.sum"),
+    ("CREATE MACRO min(a) AS 0", "macro main.min"),
+    ("CREATE MACRO max(a) AS 0", "macro main.max"),
+    ("CREATE MACRO coalesce(a, b) AS 0", "macro main.coalesce"),
+    ("CREATE MACRO \"~~\"(a, b) AS true", "macro main.~~"),
+    ("CREATE MACRO analytics.length(a) AS 3", "macro analytics.length"),
+    ("CREATE MACRO read_csv(p) AS TABLE SELECT 1 AS id", "table_macro main.read_csv"),
+]
+
+
+@pytest.mark.parametrize("statement, named", SHADOWS, ids=[s[1] for s in SHADOWS])
+def test_a_warehouse_file_that_redefines_a_function_fails_every_check(site, statement, named):
+    wh = site / "project" / "data" / "wh.duckdb"
+    wh.unlink()
+    duckdb_with(wh, *TABLE, statement)
+    write(site, contract({**DUCK, "database": "../data/wh.duckdb"}))
+    plan = load_contracts([site / "project" / "contracts"], environ={}).usable_plans[0]
+    with Warehouses({}) as warehouses:
+        results = run_contract(plan, warehouses)
+    assert len(results) == sum(len(o.checks) for o in plan.objects) > 5
+    assert [r.name for r in results if r.passed] == []  # the schema check too: nothing of the file is judged
+    assert all(named in r.error and "cannot redefine" in r.error for r in results), results[0].error
+
+
+def test_the_same_file_without_redefinitions_is_judged_on_its_rows(site):
+    write(site, contract({**DUCK, "database": "../data/wh.duckdb"}))
+    plan = load_contracts([site / "project" / "contracts"], environ={}).usable_plans[0]
+    with Warehouses({}) as warehouses:
+        results = {r.name: r for r in run_contract(plan, warehouses)}
+    # every clause its rows break fails, measured (no error); the table is as declared
+    assert {n: (r.passed, r.error) for n, r in results.items()} == {
+        "schema": (True, None), "id__not_null": (False, None), "id__unique": (False, None),
+        "code__pattern": (False, None), "code__max_length": (False, None), "code__min_length": (False, None),
+        "amount__minimum": (False, None), "amount__invalid_values": (False, None), "row_count": (False, None)}
