@@ -279,7 +279,7 @@ def test_a_warehouse_file_that_redefines_a_function_fails_every_check(site, stat
     with Warehouses({}) as warehouses:
         results = run_contract(plan, warehouses)
     assert len(results) == sum(len(o.checks) for o in plan.objects) > 5
-    assert [r.name for r in results if r.passed] == []  # the schema check too: nothing of the file is judged
+    assert [r.name for r in results if r.passed] == []  # the table's schema too: nothing of the file is judged
     assert all(named in r.error and "cannot redefine" in r.error for r in results), results[0].error
 
 

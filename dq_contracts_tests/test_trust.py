@@ -76,6 +76,8 @@ def test_sql_rules_that_reach_the_host_fail_and_show_nothing_of_it(duckdb_file, 
                           cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
     results = {r["name"]: r for r in json.loads(proc.stdout)["results"]}
     assert all(not results[f"r{i}"]["passed"] for i in range(3))
+    # refused by reading the rule, before it runs (the session would block the read too, later)
+    assert all(results[f"r{i}"]["error"].startswith("not run: ") for i in range(3)), results
     assert SECRET not in proc.stdout + proc.stderr
 
 
@@ -128,12 +130,18 @@ ENDPOINT_CASES = [
     ({"USER": "reader", "PASSWORD": PASSWORD}, True, "no endpoint declared by the operator"),
     ({"HOST": "127.0.0.1", "PORT": "{real}", "USER": "reader", "PASSWORD": PASSWORD}, True, "the contract says port"),
     ({"URL": "postgresql+psycopg2://reader:" + PASSWORD + "@127.0.0.1:{real}/wh"}, True, "the contract says port"),
+    # the operator's endpoint is the fake one: only the comparison of host or database stops the password
+    ({"HOST": "localhost", "PORT": "{fake}", "USER": "reader", "PASSWORD": PASSWORD}, True, "the contract says host"),
+    ({"HOST": "127.0.0.1", "PORT": "{fake}", "DATABASE": "payroll", "USER": "reader", "PASSWORD": PASSWORD}, True,
+     "the contract says database"),
+    ({"URL": "postgresql+psycopg2://reader:" + PASSWORD + "@localhost:{fake}/wh"}, True, "the contract says host"),
     ({"HOST": "127.0.0.1", "PORT": "{fake}", "USER": "reader", "PASSWORD": PASSWORD}, True, "CONTROL"),
 ]
 
 
 @pytest.mark.parametrize("declared, contract_port_is_fake, outcome", ENDPOINT_CASES,
-                         ids=["only credentials", "another port", "a whole URL", "control: the operator's fake"])
+                         ids=["only credentials", "another port", "a whole URL", "another host", "another database",
+                              "a whole URL to another host", "control: the operator's fake"])
 def test_credentials_go_only_to_the_endpoint_the_operator_declared(tmp_path, declared, contract_port_is_fake,
                                                                    outcome):
     from dq_contracts_tests.pgcluster import free_port
