@@ -1,27 +1,24 @@
-"""SQLAlchemy engines from ODCS `servers` entries. Credentials and endpoints come from the operator.
+"""SQLAlchemy engines from ODCS `servers` entries. What a server is comes from the operator.
 
-A contract may be written by another team than the one whose credentials run it, so it may say
-which of the operator's servers it means, never where credentials go. For a server named `prod`
-(its `server` key; upper-cased, every other character turned into `_`), the operator declares:
-
-* `DQ_CONTRACTS_PROD_URL`: the whole endpoint, a SQLAlchemy URL with its credentials; or
-* `DQ_CONTRACTS_PROD_HOST` (and `_PORT`, `_DATABASE`), with `_USER` and `_PASSWORD`;
-* optionally `_SSLMODE` and `_REQUIRE_AUTH` (libpq's `sslmode` and `require_auth`, e.g. `verify-full`,
-  `scram-sha-256`), added to the connection.
-
-The WarehouseResource's settings stand for the same variables. A contract whose server names a
-host, port or database other than the operator's gets an error and no connection attempt; a
-server the operator declared no endpoint for gets an error too: nothing is ever sent to a host
-that only the contract names.
+A contract may be written by another team than the one whose credentials run it, so it only says
+which of the operator's servers it means, never where credentials go or which files open. The
+operator's declaration (operator.py: `DQ_CONTRACTS_<SERVER>_URL`, or `_HOST`/`_PORT`/`_DATABASE`
+with `_USER`/`_PASSWORD`, `_SSLMODE`, `_REQUIRE_AUTH`, `_TYPE`, `_ROOTS`, `_REMOTE`, `_CONTRACTS`,
+and DuckDB's `_MEMORY_LIMIT`, `_TEMP_DIRECTORY`, `_THREADS`; or the WarehouseResource's settings)
+is checked when a contract loads (core.server_problems) and again here, when it connects: a host,
+port or database other than the operator's, a type other than the declared one, a file outside the
+roots or not a regular file, a remote location not declared: an error, and nothing is opened or
+sent. A server the operator declared no endpoint for gets an error too.
 
 A relative DuckDB `database` path is read from the folder of the contract file that declares it,
 so a contract means the same file from `dagster dev`, `dg`, the CLI and any working directory.
 
 DuckDB check sessions (a `duckdb` server, or a file server that DuckDB reads) are bounded: at most
-`DQ_CONTRACTS_<SERVER>_MEMORY_LIMIT` of memory (default 1GB, DuckDB's own default is 80 % of the
-host's, per session: one per object checked in parallel), spilling to
-`DQ_CONTRACTS_<SERVER>_TEMP_DIRECTORY` (default: a `dq_contracts_spill` folder in the system's temp
-folder), with `DQ_CONTRACTS_<SERVER>_THREADS` threads (default DuckDB's: every core).
+`_MEMORY_LIMIT` of memory (default 1GB, DuckDB's own default is 80 % of the host's, per session:
+one per object checked in parallel), spilling to `_TEMP_DIRECTORY` (default: a `dq_contracts_spill`
+folder in the system's temp folder), with `_THREADS` threads (default DuckDB's: every core). They
+install and load no extension, and a warehouse file that defines macros (or types named like
+built-in ones) is refused: its objects would change what the checks' SQL means.
 """
 
 from __future__ import annotations
@@ -76,10 +73,13 @@ class Files:
     def pattern_of(self, physical_name: str) -> str:
         return self.path.replace("{model}", physical_name).replace("{object}", physical_name)
 
+    def allowed_files(self) -> list[str]:
+        return [r for r in self.roots if os.path.isfile(r)]
+
     def allowed(self) -> list[str]:
         """What the session may read: the operator's roots (a remote server: its bucket prefix)."""
-        if self.roots:
-            return [r if os.path.isfile(r) else r.rstrip(os.sep) + os.sep for r in self.roots]
+        if self.roots:  # a root that is a file goes to allowed_paths (allowed_files)
+            return [r.rstrip(os.sep) + os.sep for r in self.roots if not os.path.isfile(r)]
         fixed = re.split(r"[*?\[{]", self.path, maxsplit=1)[0]
         folder = fixed if fixed.endswith(("/", os.sep)) else os.path.dirname(fixed)
         return [folder.rstrip("/") + "/" if folder else "./"]
@@ -218,6 +218,7 @@ def engine_for(connection: Connection) -> sa.Engine:
     engine = sa.create_engine(connection.url, **kwargs)
     if connection.url.get_backend_name() == "duckdb":
         allowed = connection.files.allowed() if connection.files is not None else None
+        allowed_files = connection.files.allowed_files() if connection.files is not None else []
 
         @sa.event.listens_for(engine, "connect")
         def confine(dbapi_connection, _record) -> None:
@@ -226,6 +227,8 @@ def engine_for(connection: Connection) -> sa.Engine:
             # change that (DuckDB takes these settings only after connecting).
             if allowed is not None:
                 dbapi_connection.execute("SET allowed_directories = $1", [allowed])
+            if allowed_files:
+                dbapi_connection.execute("SET allowed_paths = $1", [allowed_files])
             dbapi_connection.execute("SET TimeZone = 'UTC'")  # timestamps compared in UTC, whatever the host's
             dbapi_connection.execute("SET enable_external_access = false")
             dbapi_connection.execute("SET lock_configuration = true")
