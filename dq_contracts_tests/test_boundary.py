@@ -7,8 +7,8 @@ one row. Layout of every test: a project folder holding `contracts/` (the folder
 
 from __future__ import annotations
 
-import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -43,14 +43,19 @@ def contract(server: dict, physical: str = "t") -> dict:
                         "quality": [{"metric": "rowCount", "mustBeGreaterThan": 5}]}]}
 
 
+@pytest.fixture(scope="module")
+def warehouse_file(tmp_path_factory):
+    return duckdb_with(tmp_path_factory.mktemp("template") / "wh.duckdb", *TABLE)
+
+
 @pytest.fixture
-def site(tmp_path):
+def site(tmp_path, warehouse_file):
     """project/contracts (loaded), project/data/wh.duckdb and data/t.csv (inside), outside/ (not)."""
     project, outside = tmp_path / "project", tmp_path / "outside"
     for folder in (project / "contracts", project / "data", outside):
         folder.mkdir(parents=True)
-    duckdb_with(project / "data" / "wh.duckdb", *TABLE)
-    duckdb_with(outside / "other.duckdb", *TABLE)
+    for copy in (project / "data" / "wh.duckdb", outside / "other.duckdb"):
+        shutil.copyfile(warehouse_file, copy)
     for folder in (project / "data", outside):
         (folder / "t.csv").write_text("id,code,amount\n1,ab,5\n")
     os.symlink(outside / "other.duckdb", project / "data" / "link.duckdb")
