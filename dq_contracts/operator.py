@@ -141,10 +141,8 @@ def resolved(location: str) -> str:
     """The real path of a local path or glob: symlinks and `..` resolved in its fixed part (the
     longest part with no glob character), the rest as written."""
     fixed, rest = _split_glob(location)
-    real = os.path.realpath(fixed) if fixed else os.path.realpath(".")
-    if fixed.endswith(os.sep) and rest:
-        real += os.sep
-    return real + rest
+    real = os.path.realpath(fixed or ".")
+    return os.path.join(real, rest) if rest else real
 
 
 def _split_glob(location: str) -> tuple[str, str]:
