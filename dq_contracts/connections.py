@@ -2,7 +2,7 @@
 
 A contract may be written by another team than the one whose credentials run it, so it only says
 which of the operator's servers it means, never where credentials go or which files open. The
-operator's declaration (operator.py: `DQ_CONTRACTS_<SERVER>_URL`, or `_HOST`/`_PORT`/`_DATABASE`
+operator's declaration (declaration.py: `DQ_CONTRACTS_<SERVER>_URL`, or `_HOST`/`_PORT`/`_DATABASE`
 with `_USER`/`_PASSWORD`, `_SSLMODE`, `_REQUIRE_AUTH`, `_TYPE`, `_ROOTS`, `_REMOTE`, `_CONTRACTS`,
 and DuckDB's `_MEMORY_LIMIT`, `_TEMP_DIRECTORY`, `_THREADS`; or the WarehouseResource's settings)
 is checked when a contract loads (core.server_problems) and again here, when it connects: a host,
@@ -32,7 +32,7 @@ from typing import Any, Mapping
 import sqlalchemy as sa
 
 from dq_contracts.compiler import FILE_SERVER_TYPES, is_file_server
-from dq_contracts.operator import (ServerDeclaration, declaration_of, endpoint_disagreements, env_prefix, inside,
+from dq_contracts.declaration import (ServerDeclaration, declaration_of, endpoint_disagreements, env_prefix, inside,
                                    is_regular, is_remote, local_path, location_refusal, real_roots, regular_files,
                                    same_type, server_name)
 
@@ -104,7 +104,7 @@ def is_relative_file(database: str) -> bool:
 def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None = None,
                    folder: str | None = None, root: str | None = None) -> Connection:
     """The connection for one ODCS server; `folder` is the contract file's folder, `root` the
-    default root of what was loaded (operator.root_of_loaded; default: the parent of `folder`).
+    default root of what was loaded (declaration.root_of_loaded; default: the parent of `folder`).
 
     The operator's declaration is checked again here (the files may have changed since loading):
     a DuckDB database or a file server's files must still be regular files inside the roots."""

@@ -16,7 +16,7 @@ from typing import Iterable, Mapping
 
 from dq_contracts.compiler import FolderIndex, checkable, compile_contract, definition_names, outline_contract
 from dq_contracts.loader import load_documents
-from dq_contracts.operator import root_of_loaded, server_name, server_refusals
+from dq_contracts.declaration import root_of_loaded, server_name, server_refusals
 from dq_contracts.paths import named_path
 from dq_contracts.plans import ContractPlan
 from dq_contracts.problems import Problem, contract_errors_of, errors_of
@@ -56,7 +56,7 @@ def server_problems(plans: Iterable[ContractPlan], server: str | None,
                     environ: Mapping[str, str] | None = None) -> list[Problem]:
     """What stops a contract's server before anything connects: a `server` name (component,
     resource, --server) the contract does not declare, naming the servers it does declare; and what
-    the operator's declaration refuses in the server it will use (operator.server_refusals: not
+    the operator's declaration refuses in the server it will use (declaration.server_refusals: not
     bound to its folder, another type or endpoint, a file outside the roots, a remote location)."""
     found = []
     for plan in plans:
@@ -82,7 +82,7 @@ def load_contracts(paths: Iterable[str | os.PathLike[str]], *, server: str | Non
                    environ: Mapping[str, str] | None = None) -> LoadResult:
     """Every contract under `paths`; `server` is the server name checks will use (None: each
     contract's first SQL server), and a contract without it is rejected, as is one whose server
-    the operator's declaration (`environ`, default the process's: operator.py) refuses."""
+    the operator's declaration (`environ`, default the process's: declaration.py) refuses."""
     # Loading builds many small objects that all stay alive until the plans are made (documents
     # and their YAML node trees, for line numbers): the cyclic collector would scan them again and
     # again for nothing, about a third of the load time at 1,000 contracts. It runs once, after.

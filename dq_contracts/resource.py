@@ -1,8 +1,8 @@
 """The warehouse connection settings the check ops use, as a Dagster resource.
 
-Settings per ODCS server name, one per field of the operator's declaration (operator.FIELDS);
+Settings per ODCS server name, one per field of the operator's declaration (declaration.FIELDS);
 anything not set here falls back to the `DQ_CONTRACTS_<SERVER>_*` environment variables (see
-operator.py), so the resource works with no configuration at all:
+declaration.py), so the resource works with no configuration at all:
 
     WarehouseResource(servers={"prod": ServerSettings(host="db.internal", user=dg.EnvVar("WH_USER"),
                                                       password=dg.EnvVar("WH_PASSWORD"))})
@@ -15,7 +15,7 @@ import os
 import dagster as dg
 from pydantic import Field
 
-from dq_contracts.operator import FIELDS, env_prefix
+from dq_contracts.declaration import FIELDS, env_prefix
 from dq_contracts.runner import DEFAULT_TIMEOUT_SECONDS
 
 
