@@ -13,7 +13,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from dq_contracts.compiler import FolderIndex, compile_contract, definition_names, outline_contract
+from dq_contracts.compiler import (FolderIndex, compile_contract, definition_names, outline_contract,
+                                   share_classification)
 from dq_contracts.loader import load_documents
 from dq_contracts.paths import named_path
 from dq_contracts.plans import ContractPlan
@@ -115,6 +116,7 @@ def _load_contracts(paths: Iterable[str | os.PathLike[str]], server: str | None)
         plan, found = compile_contract(validated, folder)
         result.problems.extend(found)
         compiled.append((plan, document))
+    compiled = list(zip(share_classification([p for p, _ in compiled]), (d for _, d in compiled)))
 
     # across files: the same (id, version) twice; the same asset claimed twice
     seen_ids: dict[tuple[str, str], ContractPlan] = {}
