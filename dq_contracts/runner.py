@@ -212,6 +212,13 @@ def _begin(engine: sa.Engine, timeout_seconds: float) -> sa.Connection:
     return engine.connect()
 
 
+def _server_timeout(exc: BaseException) -> bool:
+    """PostgreSQL cancelled the statement at its statement_timeout (SQLSTATE 57014, and not an
+    administrator's cancel): said as our own timeout, whose words hold nothing of the data."""
+    orig = getattr(exc, "orig", None)
+    return getattr(orig, "pgcode", None) == "57014" and "statement timeout" in str(orig)
+
+
 def _timed_out(timeout_seconds: float) -> StatementTimeout:
     return StatementTimeout(f"the query ran longer than the {timeout_seconds:g} s statement timeout and was "
                             "cancelled")
@@ -225,7 +232,7 @@ def read_only(engine: sa.Engine, timeout_seconds: float) -> Iterator[sa.Connecti
     try:
         yield connection
     except Exception as exc:
-        if deadline.fired.is_set():
+        if deadline.fired.is_set() or _server_timeout(exc):
             raise _timed_out(timeout_seconds) from exc
         raise
     finally:
@@ -255,7 +262,7 @@ class Session:
             return work(self._connection)
         except Exception as exc:
             self.close()
-            if deadline.fired.is_set():
+            if deadline.fired.is_set() or _server_timeout(exc):
                 raise _timed_out(self.timeout_seconds) from exc
             raise
         finally:
