@@ -119,6 +119,27 @@ def test_a_column_is_classified_if_any_contract_of_its_table_says_so(two_servers
         assert len(found) == len(other)
 
 
+
+def test_a_relationship_reads_a_table_as_classified_as_any_contract_of_it_says(tmp_path, capsys):
+    """C references B's table, which only A classifies: C's error quotes nothing of it."""
+    from dq_contracts_tests.conftest import duckdb_with
+
+    duckdb_with(tmp_path / "wh.duckdb", *people(), "CREATE TABLE refs (k INTEGER)", "INSERT INTO refs VALUES (12)")
+    server = {"server": "local", "type": "duckdb", "database": str(tmp_path / "wh.duckdb")}
+    c = {"apiVersion": "v3.1.0", "kind": "DataContract", "id": "c", "version": "1.0.0", "status": "active",
+         "servers": [server], "schema": [{"name": "refs", "properties": [
+             {"name": "k", "logicalType": "integer", "relationships": [{"to": "b_people.ssn"}]}]}]}
+    b = contract("b", server, "people", "ssn", classified=False, asset="b/people")
+    b["schema"][0]["name"] = "b_people"
+    for name, doc in (("a", contract("a", server, "people", "ssn", classified=True, asset="a/people")), ("b", b),
+                      ("c", c)):
+        (tmp_path / f"{name}.odcs.yaml").write_text(yaml.safe_dump(doc))
+    cli.main(["check", *(str(tmp_path / f"{n}.odcs.yaml") for n in "abc"), "--format", "json"])
+    out = capsys.readouterr().out
+    refs = next(r for r in json.loads(out)["results"] if r["kind"] == "relationship")
+    assert "ConversionException" in refs["error"] and "the referenced table has a classified column" in refs["error"]
+    assert PLANTED not in out
+
 # --- principle 4: no value of a classified column leaves the database, whatever the error -----------
 
 # (engine, attack, the value planted in a classified column, its SQL type there, the property (its
