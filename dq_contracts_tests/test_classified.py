@@ -79,7 +79,10 @@ def two_servers(request, tmp_path):
 def test_a_column_is_classified_if_any_contract_of_its_table_says_so(two_servers, tmp_path, capsys, monkeypatch,
                                                                     case, ddl, where, table, ssn, on_duckdb,
                                                                     on_postgres):
+    import dagster as dg
+
     from dq_contracts import build_contract_defs
+    from dq_contracts.resource import WarehouseResource
 
     engine, servers, environ, writers = two_servers
     shared = on_duckdb if engine == "duckdb" else on_postgres
@@ -109,7 +112,15 @@ def test_a_column_is_classified_if_any_contract_of_its_table_says_so(two_servers
     else:  # another table: nothing of A's applies, and B's own values show as B wrote it
         assert pattern["samples"] == [PLANTED] and "newest_utc" in fresh["details"]
 
-    defs = build_contract_defs([tmp_path / "a.odcs.yaml", tmp_path / "b.odcs.yaml"])
+    resource = WarehouseResource(servers={"pg": {k.split("_")[-1].lower(): v for k, v in environ.items()}}
+                                 if environ else {})
+    defs = build_contract_defs([tmp_path / "a.odcs.yaml", tmp_path / "b.odcs.yaml"], resource=resource)
+    with dg.DagsterInstance.ephemeral() as instance:  # the freshness sensor watches B's column only if unclassified
+        tick = defs.resolve_sensor_def("dq_contracts_freshness").evaluate_tick(
+            dg.build_sensor_context(instance=instance, resources={"dq_warehouse": resource}))
+    reported = [e.asset_key.path for e in tick.asset_events]
+    assert (["b", "people"] in reported) is not shared and ["a", "people"] not in reported
+    assert (PLANTED_TIME in str(tick.cursor)) is not shared
     spec = next(s for s in defs.resolve_all_asset_specs() if s.key.path == ["b", "people"])
     said = {c.name: c.constraints.other for c in spec.metadata["dagster/column_schema"].columns}
     assert set(said) == {ssn, "seen_at"}
