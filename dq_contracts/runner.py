@@ -130,7 +130,8 @@ def withheld(exc: BaseException, clause: str, why: str) -> str:
     driver = [type(orig).__name__] if orig is not None and type(orig).__name__ != type(exc).__name__ else []
     code = getattr(orig, "pgcode", None) or getattr(orig, "sqlstate", None) or getattr(exc, "pgcode", None)
     kind = ", ".join([*driver, *([f"SQLSTATE {code}"] if isinstance(code, str) and code.isalnum() else [])])
-    return f"{type(exc).__name__}{f' ({kind})' if kind else ''} in {clause}; the database's message is withheld: {why}"
+    named = f"{type(exc).__name__} ({kind})" if kind else type(exc).__name__
+    return f"{named} in {clause}; the database's message is withheld: {why}"
 
 
 class StatementTimeout(Exception):
@@ -165,8 +166,6 @@ def error_of(exc: BaseException, clause: str, why: str | None, secrets: Iterable
     if why is not None:
         return withheld(exc, clause, why)
     return scrub(f"{type(exc).__name__}: {exc}", secrets)
-
-
 
 
 def _settings(timeout_seconds: float) -> sa.TextClause:
