@@ -231,7 +231,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as exc:  # never a traceback for the user; the message says what failed
-        print(f"dq-contracts: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        # ... except while checking, where an unexpected error may quote a value of the data
+        from dq_contracts.runner import withheld
+
+        said = (withheld(exc, "dq-contracts check", "it may quote a value of the data") if args.run is cmd_check
+                else f"{type(exc).__name__}: {exc}")
+        print(f"dq-contracts: internal error: {said}", file=sys.stderr)
         return 2
 
 

@@ -717,6 +717,80 @@ class FolderIndex:
         return None, "target_other_server" if others else "target_elsewhere"
 
 
+# --- classification belongs to the table, not to one document ------------------------------------
+
+# Engines that tell "Orders" from "orders": every name is quoted as written (sql.quoted), so on
+# PostgreSQL a name is exactly what it says; the others (DuckDB and files first) ignore case even
+# quoted, and an engine not listed is taken to ignore it too, which can only classify more.
+CASE_SENSITIVE_NAMES = {"postgres", "postgresql", "cloudsql"}
+# the schema a bare table name means, where the server declares none
+DEFAULT_SCHEMA = {"duckdb": "main", "postgres": "public", "postgresql": "public", "cloudsql": "public"}
+
+
+def _servers_of(plan: ContractPlan) -> list[tuple[tuple, str | None, Callable[[str], str]]]:
+    """Each checkable server of the contract (any of them may be the one checked): its identity
+    without the schema, the schema a bare table name means there, and how its engine folds names."""
+    out = []
+    for server in plan.servers:
+        if isinstance(server, dict) and checkable(server):
+            identity = server_identity(server, plan.folder)
+            fold = (lambda n: n) if identity[0] in CASE_SENSITIVE_NAMES else str.lower
+            out.append((identity[:4] + identity[5:], server.get("schema") or DEFAULT_SCHEMA.get(identity[0]), fold))
+    return out
+
+
+def _table_key(server: tuple[tuple, str | None, Callable[[str], str]], physical_name: str) -> tuple:
+    """A physical table on a server: (server, folded parts of its qualified name)."""
+    identity, schema, fold = server
+    parts = physical_name.split(".")
+    parts = parts if len(parts) > 1 or not schema else [str(schema), *parts]
+    return identity, tuple(fold(p) for p in parts)
+
+
+def share_classification(plans: list[ContractPlan]) -> list[ContractPlan]:
+    """Every plan with each column classified that any plan of `plans` classifies on the same
+    physical table (same server, schema and name, compared as the server compares names): a second
+    contract cannot declassify a column by leaving `classification` out. A column classified only
+    by another file says which (`ColumnPlan.classified_by`). The union is over the contracts loaded
+    together: a file checked alone knows only its own classifications."""
+    servers = {id(plan): _servers_of(plan) for plan in plans}
+    by_table: dict[tuple, dict[str, tuple[str, str]]] = {}  # table -> folded column -> (classification, file)
+    for plan in plans:
+        for server in servers[id(plan)]:
+            for obj in plan.objects:
+                found = by_table.setdefault(_table_key(server, obj.physical_name), {})
+                for column in obj.columns:
+                    if column.classified and not column.classified_by:
+                        found.setdefault(server[2](column.physical_name), (str(column.classification), plan.file))
+    if not any(by_table.values()):
+        return plans
+    out = []
+    for plan in plans:
+        def union(physical_name: str) -> dict[str, tuple[str, str]]:
+            merged: dict[str, tuple[str, str]] = {}
+            for server in servers[id(plan)]:
+                for column, source in by_table.get(_table_key(server, physical_name), {}).items():
+                    merged.setdefault(column, source)
+            return merged
+
+        fold = servers[id(plan)][0][2] if servers[id(plan)] else str.lower
+
+        def classify(obj: ObjectPlan) -> ObjectPlan:
+            merged = union(obj.physical_name)
+            columns = tuple(replace(c, classification=merged[fold(c.physical_name)][0],
+                                    classified_by=merged[fold(c.physical_name)][1])
+                            if not c.classified and fold(c.physical_name) in merged else c for c in obj.columns)
+            checks = tuple(replace(c, params=replace(c.params, target_classified=True))
+                           if c.kind == "relationship" and not c.params.get("target_classified")
+                           and union(str(c.params["target_table"])) else c for c in obj.checks)
+            return obj if (columns, checks) == (obj.columns, obj.checks) else replace(obj, columns=columns,
+                                                                                      checks=checks)
+
+        objects = tuple(classify(o) for o in plan.objects)
+        out.append(plan if objects == plan.objects else replace(plan, objects=objects))
+    return out
+
+
 # --- compiling one contract -----------------------------------------------------------------------
 
 class _Compiling:

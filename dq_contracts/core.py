@@ -14,7 +14,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
-from dq_contracts.compiler import FolderIndex, checkable, compile_contract, definition_names, outline_contract
+from dq_contracts.compiler import (FolderIndex, checkable, compile_contract, definition_names, outline_contract,
+                                   share_classification)
 from dq_contracts.loader import load_documents
 from dq_contracts.declaration import root_of_loaded, server_name, server_refusals
 from dq_contracts.paths import named_path
@@ -135,6 +136,7 @@ def _load_contracts(paths: Iterable[str | os.PathLike[str]], server: str | None,
         plan = dataclasses.replace(plan, root=_root_of(plan.file, roots))
         result.problems.extend(found)
         compiled.append((plan, document))
+    compiled = list(zip(share_classification([p for p, _ in compiled]), (d for _, d in compiled)))
 
     # across files: the same (id, version) twice; the same asset claimed twice
     seen_ids: dict[tuple[str, str], ContractPlan] = {}

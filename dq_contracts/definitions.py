@@ -27,7 +27,7 @@ from dq_contracts.plans import CheckPlan, ContractPlan, ObjectPlan
 from dq_contracts.problem_defs import problem_defs
 from dq_contracts.problems import ContractError
 from dq_contracts.resource import WarehouseResource
-from dq_contracts.runner import CheckResult, read_only, scrub
+from dq_contracts.runner import CheckResult, error_of, read_only, touches_classified
 from dq_contracts.schema_check import read_catalog
 from dq_contracts.sql import table_for
 from dq_contracts.specs import ObjectSpecs, build_contract_specs
@@ -171,7 +171,8 @@ def _checks_op(name: str, plan: ContractPlan, obj: ObjectPlan, pairs: list[tuple
                                        selected={obj.name: names}, timeout_seconds=warehouse.timeout_seconds,
                                        partition=partition)
         except Exception as exc:  # whatever happened, every selected check still reports, failed
-            results = failed_results(plan, obj, scrub(f"{type(exc).__name__}: {exc}"), names)
+            results = failed_results(plan, obj, error_of(exc, f"object {obj.name}", touches_classified(plan, obj)),
+                                     names)
         aggregates = {r.aggregate_sql for r in results if getattr(r, "aggregate_sql", None)}
         for sql in sorted(aggregates):  # the one scan that answered the counting clauses, once
             context.log.debug(f"{obj.name}: one scan for the counting clauses:\n{sql}")
@@ -374,7 +375,8 @@ def _freshness_sensor(watched: list[tuple[ContractPlan, ObjectPlan, str, dg.Asse
                         newest = conn.execute(sa.select(sa.func.max(table.c[column]))).scalar()
                         columns = _observed_columns(obj, table, engine, connection, conn)
                 except Exception as exc:  # one unreachable table must not stop the others
-                    context.log.warning(f"{key.to_user_string()}: {scrub(str(exc))}")
+                    context.log.warning(f"{key.to_user_string()}: "
+                                        f"{error_of(exc, f'{obj.name}.{column}', touches_classified(plan, obj))}")
                     continue
                 if newest is None:
                     continue

@@ -242,10 +242,16 @@ class ColumnPlan:
     primary_key: bool
     classification: str | None
     description: str | None
+    classified_by: str | None = None  # the file that classifies it when this one does not (share_classification)
 
     @property
     def classified(self) -> bool:
-        return (self.classification or "").strip().lower() in CLASSIFIED
+        return (self.classification or "").strip().lower() in CLASSIFIED or self.classified_by is not None
+
+    @property
+    def classification_text(self) -> str:
+        """`pii`, or `pii (from contracts/b.odcs.yaml)` when another contract of the table says so."""
+        return f"{self.classification} (from {self.classified_by})" if self.classified_by else str(self.classification)
 
 
 CLASSIFIED = {"confidential", "restricted", "pii", "sensitive", "secret"}

@@ -28,7 +28,7 @@ from dq_contracts.kinds import (
     readable,
     uses_aggregate,
 )
-from dq_contracts.partitions import PER_PARTITION, Partition, scope_of
+from dq_contracts.partitions import PER_PARTITION, Partition, PartitionKeyError, scope_of
 from dq_contracts.plans import CheckPlan, ContractPlan, ObjectPlan
 from dq_contracts.schema_check import normalise_type, same_type  # noqa: F401 - re-exported for callers
 from dq_contracts.sql import render, table_for
@@ -121,26 +121,51 @@ def scrub(message: str, secrets: Iterable[str] = ()) -> str:
     return text.splitlines()[0][:500] if text else text
 
 
-_DRIVER = re.compile(r"^([\w.]+: \([\w.]+\) )")
-_WITH_DIGITS = re.compile(r"\S*\d\S*")
-
-
-def redact_literals(message: str) -> str:
-    """A database error without any value it may quote (`invalid input syntax for type integer:
-    "999-88-7777"`, `date out of range: 123456789-01-01`): its kind is kept, everything from the
-    first quote on is cut, and every word with a digit goes. For checks on objects that hold (or
-    reference) classified columns, and every SQL rule."""
-    prefix = _DRIVER.match(message)
-    head = prefix.group(1) if prefix else ""
-    body = message[len(head):]
-    cut = min((i for i in (body.find("'"), body.find('"')) if i >= 0), default=-1)
-    if cut >= 0:
-        body = body[:cut].rstrip() + " …"
-    return head + _WITH_DIGITS.sub("…", body) + " (values withheld)"
+def withheld(exc: BaseException, clause: str, why: str) -> str:
+    """A failure told by its kind alone: the exception's class, the driver's class and SQLSTATE
+    where the driver gives them (psycopg2's `pgcode`), and the clause; never the message, which a
+    database writes from the data (`invalid input syntax for type integer: "999-88-7777"`, a regex
+    engine's echo of a pattern, DETAIL and LINE lines, SQLAlchemy's `[SQL: …]`)."""
+    orig = getattr(exc, "orig", None)  # the driver's exception under SQLAlchemy's
+    driver = [type(orig).__name__] if orig is not None and type(orig).__name__ != type(exc).__name__ else []
+    code = getattr(orig, "pgcode", None) or getattr(orig, "sqlstate", None) or getattr(exc, "pgcode", None)
+    kind = ", ".join([*driver, *([f"SQLSTATE {code}"] if isinstance(code, str) and code.isalnum() else [])])
+    named = f"{type(exc).__name__} ({kind})" if kind else type(exc).__name__
+    return f"{named} in {clause}; the database's message is withheld: {why}"
 
 
 class StatementTimeout(Exception):
     """A query ran longer than the statement timeout and was cancelled."""
+
+
+# Exceptions whose message this package writes, from the contract and the catalog alone: shown as
+# they are. Any other (the driver's, SQLAlchemy's, Python's on a value) may quote the data.
+OWN_MESSAGES: tuple[type[BaseException], ...] = (Unmeasurable, StatementTimeout, PartitionKeyError)
+
+
+def touches_classified(contract: ContractPlan, obj: ObjectPlan, check: CheckPlan | None = None) -> str | None:
+    """Why a statement of this check may meet a classified value (None if it cannot): every SQL rule
+    (it may read any table), every statement on an object with a classified column (samples,
+    measures, key groups, freshness, the catalog), and a relationship whose target has one."""
+    if check is not None and check.kind == "sql":
+        return "a SQL rule's error may quote any value it reads"
+    if obj.has_classified:
+        return "the table has a classified column"
+    if check is not None and check.kind == "relationship":
+        target = None if check.params.get("target_contract") else contract.object(str(check.params["target_object"]))
+        if check.params.get("target_classified") or (target is not None and target.has_classified):
+            return "the referenced table has a classified column"
+    return None
+
+
+def error_of(exc: BaseException, clause: str, why: str | None, secrets: Iterable[str] = ()) -> str:
+    """What a person may read of an error: no credential, and, where `why` says a classified value
+    may be among what the database quotes, nothing of its message (`withheld`)."""
+    if isinstance(exc, OWN_MESSAGES):
+        return scrub(str(exc), secrets)
+    if why is not None:
+        return withheld(exc, clause, why)
+    return scrub(f"{type(exc).__name__}: {exc}", secrets)
 
 
 def _settings(timeout_seconds: float) -> sa.TextClause:
@@ -186,6 +211,13 @@ def _begin(engine: sa.Engine, timeout_seconds: float) -> sa.Connection:
     return engine.connect()
 
 
+def _server_timeout(exc: BaseException) -> bool:
+    """PostgreSQL cancelled the statement at its statement_timeout (SQLSTATE 57014, and not an
+    administrator's cancel): said as our own timeout, whose words hold nothing of the data."""
+    orig = getattr(exc, "orig", None)
+    return getattr(orig, "pgcode", None) == "57014" and "statement timeout" in str(orig)
+
+
 def _timed_out(timeout_seconds: float) -> StatementTimeout:
     return StatementTimeout(f"the query ran longer than the {timeout_seconds:g} s statement timeout and was "
                             "cancelled")
@@ -199,7 +231,7 @@ def read_only(engine: sa.Engine, timeout_seconds: float) -> Iterator[sa.Connecti
     try:
         yield connection
     except Exception as exc:
-        if deadline.fired.is_set():
+        if deadline.fired.is_set() or _server_timeout(exc):
             raise _timed_out(timeout_seconds) from exc
         raise
     finally:
@@ -229,7 +261,7 @@ class Session:
             return work(self._connection)
         except Exception as exc:
             self.close()
-            if deadline.fired.is_set():
+            if deadline.fired.is_set() or _server_timeout(exc):
                 raise _timed_out(self.timeout_seconds) from exc
             raise
         finally:
@@ -307,21 +339,8 @@ def _run_checks(contract: ContractPlan, obj: ObjectPlan, engine: sa.Engine, chec
                            check.kind, check.severity, threshold=check.threshold_text(), unit=check.unit,
                            **kwargs)
 
-    def touches_classified(check: CheckPlan) -> bool:
-        """Any column of this object, or of the object a relationship reads, is classified."""
-        if check.kind != "relationship":
-            return obj.has_classified
-        target = None if check.params.get("target_contract") else contract.object(str(check.params["target_object"]))
-        return obj.has_classified or bool(check.params.get("target_classified")) or (
-            target is not None and target.has_classified)
-
     def error_text(check: CheckPlan, exc: BaseException) -> str:
-        """What a person may read of an error: no credential, and no value it quotes where a
-        classified value could be among them."""
-        text = scrub(str(exc) if isinstance(exc, Unmeasurable) else f"{type(exc).__name__}: {exc}", secrets)
-        if not isinstance(exc, Unmeasurable) and (check.kind == "sql" or touches_classified(check)):
-            text = redact_literals(text)
-        return text
+        return error_of(exc, check.where or check.clause, touches_classified(contract, obj, check), secrets)
 
     def failure(check: CheckPlan, exc: BaseException, **kwargs: Any) -> CheckResult:
         return result(check, passed=False, error=error_text(check, exc), **kwargs)

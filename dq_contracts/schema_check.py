@@ -90,8 +90,10 @@ def read_files(scope: Scope, connection: sa.Connection) -> dict[str, dict[str, A
     try:
         rows = connection.execute(DESCRIBE_FILES[scope.files.format], {"path": path}).fetchall()
     except sa.exc.DBAPIError as exc:
-        raise MissingTable(f"the files {path} cannot be read as {scope.files.format}: "
-                           f"{str(exc.orig).splitlines()[0]}") from exc
+        # the reader's message may quote a line of the file: not where a column is classified
+        said = (f"{type(exc.orig).__name__} (its message is withheld: the table has a classified column)"
+                if scope.obj.has_classified else str(exc.orig).splitlines()[0])
+        raise MissingTable(f"the files {path} cannot be read as {scope.files.format}: {said}") from exc
     types = connection.dialect.ischema_names
     found = {}
     for name, type_text, *_ in rows:

@@ -173,7 +173,7 @@ class DqContractsTranslator:
                     constraints=dg.TableColumnConstraints(
                         nullable=not (c.required or c.primary_key), unique=c.unique or c.primary_key,
                         other=[t for t, on in (("primary key", c.primary_key),
-                                               (f"classification: {c.classification}", bool(c.classification)))
+                                               (f"classification: {c.classification_text}", bool(c.classification)))
                                if on]),
                 ) for c in obj.columns]),
             "dagster/table_name": self.table_name(data),
