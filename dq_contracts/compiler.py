@@ -1036,10 +1036,14 @@ def compile_contract(validated: ValidatedContract, folder: FolderIndex | None = 
         elif produced is None and prop_name not in LATENCY_PROPERTIES:
             not_enforced.append(CLAUSES["sla:*"](Clause("sla:*", parts, sla, {}, "", None, ctx)))
 
-    # rule-level schedules
+    # rule-level schedules; each found by its clause in one index (a scan per rule is quadratic)
+    by_clause: dict[tuple[str, str], CheckPlan] = {}
+    for object_name in dict.fromkeys(o for o, _, _ in rule_schedules):
+        for c in reversed(check_index[object_name]):  # the first check of a clause wins, as a scan found it
+            by_clause.update(dict.fromkeys(((object_name, p) for p in c.clauses), c))
     for object_name, clause_pointer, rule in rule_schedules:
         cron = _valid_cron(str(rule["schedule"]), [*rule["_parts"], "schedule"], ctx)
-        check = next((c for c in check_index[object_name] if clause_pointer in c.clauses), None)
+        check = by_clause.get((object_name, clause_pointer))
         if cron and check:
             schedules.append(SchedulePlan(f"{doc.get('id')}__{object_name}__", cron, clause_pointer,
                                           ((object_name, check.clause),)))
@@ -1187,15 +1191,6 @@ class UniqueNames:
         return name
 
 
-def _check_name(name: str) -> str:
-    """A check name Dagster takes: not one it reserves (a rule named `class`), not past its length."""
-    if name in DAGSTER_RESERVED:
-        return f"{name}_rule"
-    if len(name) > MAX_NAME_LENGTH:
-        return f"{name[:MAX_NAME_LENGTH - 8]}_{hashlib.sha1(name.encode()).hexdigest()[:7]}"
-    return name
-
-
 def _unique_names(checks: list[CheckPlan], names: UniqueNames | None = None) -> list[CheckPlan]:
     """Unique per asset, and stable under reordering: colliding names get a hash of their clause."""
     counts: dict[str, int] = {}
@@ -1210,7 +1205,7 @@ def _unique_names(checks: list[CheckPlan], names: UniqueNames | None = None) -> 
                 [check.kind, check.property, dict(check.params), [(c.operator, c.value) for c in check.conditions]],
                 sort_keys=True, default=str).encode()).hexdigest()[:6]
             name = f"{name}_{digest}"
-        name = names.take(_check_name(name))
+        name = names.take(name)
         out.append(check if name == check.name else replace(check, name=name))
     return out
 

@@ -92,9 +92,6 @@ ATTACKS = {
     "a checks job against an op": (
         {"a.odcs.yaml": contract("one", obj("checks"), name="p"),
          "b.odcs.yaml": contract("two", obj("t"), name="p__checks__x")}, {"a"}),
-    "a rule named like a Python keyword": (
-        {"a.odcs.yaml": contract("one", obj("t", quality=[{"name": "class", "metric": "rowCount", "mustBe": 1}]))},
-        set()),
     "six-field cron with seconds": (
         {"a.odcs.yaml": contract("one", obj("t"), sla=cron("* * * * * *"))}, {"a"}),
     "30 February": (
