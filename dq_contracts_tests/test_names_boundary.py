@@ -62,6 +62,9 @@ ATTACKS = {
     "three contracts, one asset": (
         {"a.odcs.yaml": contract("one", obj("t")), "b.odcs.yaml": contract("two", obj("t")),
          "c.odcs.yaml": contract("three", obj("u", physical="t"))}, {"a", "b", "c"}),
+    "physicalNames that differ only by characters made _": (
+        {"a.odcs.yaml": contract("one", obj("t1", physical="order-lines")),
+         "b.odcs.yaml": contract("two", obj("t2", physical="order lines"))}, {"a", "b"}),
     "same id and version": (
         {"a.odcs.yaml": contract("same", obj("t1")), "b.odcs.yaml": contract("same", obj("t2"))}, {"a", "b"}),
     "one physicalName for two objects of one contract": (
