@@ -193,15 +193,19 @@ def _cross_file_problems(compiled: list[tuple[ContractPlan, object]], prefixes: 
         if len(claimants) < 2:
             continue
         kind = claim[0]
-        for plan, document, parts, label in claimants:
-            others = sorted(f"{label2} of this contract" if p is plan else
-                            f"{p.file} ({label2} of contract {p.id!r} {p.version})"
-                            for p, _, _, label2 in claimants if p is not plan or label2 != label)
-            found.append(_problem(plan, document, parts, _CLAIMED[kind](claim, label) + f" {'; '.join(others)}: "
+        named = sorted((p.file, label2, i) for i, (p, _, _, label2) in enumerate(claimants))
+        for i, (plan, document, parts, label) in enumerate(claimants):
+            # the first few others by file, so that N files claiming one asset cost N messages, not N²
+            others = [f"{label2} of this contract" if file == plan.file else
+                      f"{file} ({label2} of contract {claimants[j][0].id!r} {claimants[j][0].version})"
+                      for file, label2, j in named[:SHOWN_CLAIMANTS + 1] if j != i][:SHOWN_CLAIMANTS]
+            more = f" and {len(claimants) - 1 - len(others)} more" if len(claimants) - 1 > len(others) else ""
+            found.append(_problem(plan, document, parts, _CLAIMED[kind](claim, label) + f" {'; '.join(others)}{more}: "
                                   "none of them is loaded until only one claims it; " + _REMEDY[kind]))
     return found
 
 
+SHOWN_CLAIMANTS = 5
 _CLAIMED = {"id": lambda c, label: f"contract id {c[1]!r} version {c[2]} is also defined in",
             "asset": lambda c, label: f"asset {'/'.join(c[1])} is also claimed by",
             "name": lambda c, label: f"Dagster name {c[2]!r} ({label}) is also taken by"}

@@ -23,6 +23,7 @@ from dq_contracts.core import load_contracts
 from dq_contracts.definitions import build_contract_defs
 from dq_contracts.plans import CheckPlan
 from dq_contracts.specs import cron_refusal
+from dq_contracts.translator import DqContractsTranslator
 
 SERVER = [{"server": "local", "type": "duckdb", "database": "warehouse.duckdb"}]
 DAILY = {"property": "dagsterPartitions", "value": {"type": "daily", "start": "2026-06-01"}}
@@ -188,3 +189,24 @@ def test_unique_names_are_made_in_linear_work(names):
     made = _unique_names([_check(n, i) for i, n in enumerate(names)], taker)
     assert len({c.name for c in made}) == len(names)
     assert taker.probes <= 3 * len(names), taker.probes
+
+
+class LastPartOnly(DqContractsTranslator):
+    """A translator that keys `one.t` and `two.t` alike."""
+
+    def get_asset_spec(self, data):
+        spec = super().get_asset_spec(data)
+        return spec.replace_attributes(key=dg.AssetKey(spec.key.path[-1:]))
+
+
+@pytest.mark.parametrize("first, second", [("a", "z"), ("z", "a")])
+def test_two_objects_the_translator_keys_alike_are_neither_contracts(tmp_path, first, second):
+    folder = write(tmp_path / "c", {f"{first}.odcs.yaml": contract("one", obj("t1", physical="one.t")),
+                                    f"{second}.odcs.yaml": contract("two", obj("t2", physical="two.t"))})
+    defs = build_contract_defs(folder, translator=LastPartOnly())
+    dg.Definitions.validate_loadable(defs)
+    checks = {(k.asset_key.to_user_string(), k.name) for k in defs.resolve_asset_graph().asset_check_keys}
+    assert ("t", "row_count") not in checks and ("innocent_table", "row_count") in checks
+    spec = next(s for c in defs.asset_checks for s in c.check_specs
+                if s.asset_key.to_user_string() == "t" and s.name == "contract_valid")
+    assert "a.odcs.yaml" in spec.description and "z.odcs.yaml" in spec.description, spec.description
