@@ -9,7 +9,6 @@ way of building.
 
 from __future__ import annotations
 
-import keyword
 import warnings
 
 import dagster as dg
@@ -163,7 +162,8 @@ def test_validate_reports_a_cron_dagster_refuses(tmp_path, capsys, expression):
     folder = write(tmp_path / "c", {"a.odcs.yaml": contract("one", obj("t"), sla=cron(expression))})
     assert main(["validate", str(folder)]) == 1
     out = capsys.readouterr().out
-    assert "a.odcs.yaml:23:" in out and "slaProperties[0].schedule: cron" in out and "Dagster refuses this cron" in out, out
+    line = next(x for x in out.splitlines() if "a.odcs.yaml" in x)
+    assert "a.odcs.yaml:23: slaProperties[0].schedule: cron" in line and "Dagster refuses this cron" in line, out
 
 
 def test_validate_reports_names_taken_twice(tmp_path, capsys):
@@ -174,7 +174,7 @@ def test_validate_reports_names_taken_twice(tmp_path, capsys):
 
 
 def test_the_reserved_words_are_dagsters():
-    assert DAGSTER_RESERVED == DISALLOWED_NAMES and set(keyword.kwlist) <= DAGSTER_RESERVED
+    assert DAGSTER_RESERVED == DISALLOWED_NAMES
 
 
 def _check(name, i):
