@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Sequence
 
-from dq_contracts.compiler import schedule_name, short_prefixes
+from dq_contracts.compiler import schedule_name
 from dq_contracts.core import LoadResult, load_contracts
 from dq_contracts.plans import ContractPlan
 
@@ -17,8 +17,18 @@ def _print_problems(result: LoadResult, stream) -> None:
         print(problem.render(), file=stream)
 
 
+def _dagster_cron_rule(cron: str) -> str | None:
+    """Dagster's own cron rule (the Dagster layer's), imported only once a contract has a cron:
+    importing Dagster takes seconds, which a folder without crons need not pay."""
+    try:
+        from dq_contracts.specs import cron_refusal
+    except ImportError:  # no Dagster here: croniter's rule alone
+        return None
+    return cron_refusal(cron)
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
-    result = load_contracts(args.paths)
+    result = load_contracts(args.paths, cron_rule=_dagster_cron_rule)
     _print_problems(result, sys.stdout)
     errors = len(result.errors)
     warnings = len(result.problems) - errors
@@ -69,9 +79,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         }
         print(json.dumps(payload, indent=2, default=str))
     else:
-        prefixes = short_prefixes(result.plans)  # the names Dagster's ops and schedules take
-        for plan in result.plans:
-            print(_plan_text(plan, prefixes[plan.file]))
+        for plan in result.plans:  # with the names Dagster's ops and schedules take
+            print(_plan_text(plan, result.prefixes[plan.file]))
             print()
         _print_problems(result, sys.stdout)
     return 1 if result.errors else 0

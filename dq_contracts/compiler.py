@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import keyword
 import os
 import re
 from dataclasses import dataclass, field, replace
@@ -19,7 +20,7 @@ from croniter import croniter
 from dq_contracts.normalise import OPERATORS
 from dq_contracts.loader import line_at
 from dq_contracts.partitions import DECLARATION, partition_columns, read_declaration
-from dq_contracts.paths import named_step, pointer, pointer_step
+from dq_contracts.paths import named_step, parts_of, pointer, pointer_step
 from dq_contracts.plans import (
     CLASSIFIED,
     ERROR,
@@ -142,6 +143,31 @@ def severity_of(rule: dict[str, Any]) -> str:
     return WARN if value in ("info", "warning", "warn", "warnings", "information") else ERROR
 
 
+# --- Dagster names --------------------------------------------------------------------------------
+# Every name a contract's Dagster definitions take is made here, by the functions below, and the
+# builder (definitions.py) calls the same functions: the names checked for clashes at load are the
+# names built. Dagster keeps two namespaces that matter: ops and jobs ("node": one graph name space),
+# and schedules and sensors ("instigator").
+
+NODE, INSTIGATOR = "node", "instigator"
+NAME_PATTERN = re.compile(r"[A-Za-z0-9_]+")  # Dagster's VALID_NAME_REGEX
+MAX_NAME_LENGTH = 255  # Dagster's run storage indexes the first 255 characters of a job's name
+# Dagster's DISALLOWED_NAMES (dagster._core.definitions.utils), which the pure core cannot import;
+# a test checks the two are equal
+DAGSTER_RESERVED = frozenset(["context", "conf", "config", "meta", "arg_dict", "dict", "input_arg_dict",
+                              "output_arg_dict", "int", "str", "float", "bool", "input", "output", "type",
+                              *keyword.kwlist])
+ALL_CHECKS_JOB = "dq_contracts_checks"
+FRESHNESS_SENSOR = "dq_contracts_freshness"
+AUTOMATION_SENSOR = "dq_contracts_automation"
+PROBLEMS_CHECKS = "dq_contracts_contract_problems"  # an op (the multi-asset check) and a sensor
+# the names dq_contracts itself defines; each may take a `__<set name>` suffix (build_contract_defs'
+# `name`), so a contract may take neither the name nor any name that starts with it and `__`
+FIXED_NAMES = ((NODE, ALL_CHECKS_JOB), (NODE, PROBLEMS_CHECKS), (INSTIGATOR, FRESHNESS_SENSOR),
+               (INSTIGATOR, AUTOMATION_SENSOR), (INSTIGATOR, PROBLEMS_CHECKS))
+OBJECT_OPS = ("", "table", "relationships")  # the object's own clauses, table-wide ones, relationships
+
+
 def dagster_name(text: str) -> str:
     """A valid Dagster name ([a-z0-9_]) from any text; `__` separates parts, so runs of 3+ go."""
     name = re.sub(r"[^a-z0-9_]", "_", text.strip().lower())
@@ -149,21 +175,30 @@ def dagster_name(text: str) -> str:
     return name or "x"
 
 
-def op_name(plan: ContractPlan, obj: ObjectPlan) -> str:
-    """The Dagster op that runs one object's checks."""
-    return f"{dagster_name(plan.id)}__{dagster_name(obj.name)}"
+def object_op_name(prefix: str, object_name: str, part: str = "") -> str:
+    """An op that runs checks of one object (part: see OBJECT_OPS)."""
+    return f"{prefix}__{dagster_name(object_name)}" + (f"__{part}" if part else "")
 
 
-def checks_job_name(plan: ContractPlan) -> str:
-    return f"{dagster_name(plan.id)}__checks"
+def partitions_job_name(prefix: str, object_name: str) -> str:
+    return f"{prefix}__{dagster_name(object_name)}__partitions"
+
+
+def partitions_schedule_name(prefix: str, object_name: str) -> str:
+    return f"{partitions_job_name(prefix, object_name)}_schedule"
+
+
+def checks_job_name(prefix: str) -> str:
+    return f"{prefix}__checks"
 
 
 def short_prefixes(plans: Iterable[ContractPlan]) -> dict[str, str]:
     """A short, readable, stable name per contract for its ops, jobs and schedules: its `name`, else
-    the last part of its id, else (taken by a contract whose id sorts first) its whole id."""
+    the last part of its id, else (taken by a contract whose id sorts first) its whole id. The order
+    is the contracts' (id, version, file), never the order files were read in."""
     taken: set[str] = set()
     out: dict[str, str] = {}
-    for plan in sorted(plans, key=lambda p: p.id):
+    for plan in sorted(plans, key=lambda p: (p.id, p.version, p.file)):
         last = re.split(r"[:/]", plan.id.rstrip(":/"))[-1]
         for candidate in (plan.name, last, plan.id, f"{plan.id}__{plan.version}"):
             name = dagster_name(str(candidate)) if candidate else None
@@ -180,15 +215,54 @@ def schedule_name(plan: ContractPlan, schedule: SchedulePlan, prefix: str) -> st
     return prefix + schedule.name[len(full):] if schedule.name.startswith(full) else schedule.name
 
 
-def schedule_job_name(schedule: SchedulePlan) -> str:
-    return f"{schedule.name}__job"
+def schedule_job_name(name: str) -> str:
+    return f"{name}__job"
 
 
-def definition_names(plan: ContractPlan) -> set[str]:
-    """Every op, job and schedule name the contract's Dagster definitions will take: two contracts
-    may not share one (Dagster would refuse the whole code location)."""
-    names = {op_name(plan, o) for o in plan.objects} | {checks_job_name(plan)}
-    return names | {s.name for s in plan.schedules} | {schedule_job_name(s) for s in plan.schedules}
+@dataclass(frozen=True)
+class DefinitionName:
+    namespace: str  # NODE or INSTIGATOR
+    name: str
+    what: str  # what takes it, in ODCS words
+    parts: tuple[str | int, ...]  # where in the document it comes from
+
+
+def definition_names(plan: ContractPlan, prefix: str) -> list[DefinitionName]:
+    """Every op, job, schedule name the contract's definitions may take, whatever the options
+    (`contract_jobs`, `partition_jobs`, partitioned or not): a contract accepted in one way of
+    building is accepted in every other."""
+    out: list[DefinitionName] = []
+    for oi, obj in enumerate(plan.objects):
+        parts = tuple(parts_of(obj.pointer)) if obj.pointer else ("schema", oi)
+        label = f"object {obj.name!r}"
+        out += [DefinitionName(NODE, object_op_name(prefix, obj.name, part), f"the checks op of {label}", parts)
+                for part in OBJECT_OPS]
+        out.append(DefinitionName(NODE, partitions_job_name(prefix, obj.name), f"the partitions job of {label}", parts))
+        out.append(DefinitionName(INSTIGATOR, partitions_schedule_name(prefix, obj.name),
+                                  f"the partitions schedule of {label}", parts))
+    out.append(DefinitionName(NODE, checks_job_name(prefix), "its checks job", ("id",)))
+    for schedule in plan.schedules:
+        name, parts = schedule_name(plan, schedule, prefix), tuple(parts_of(schedule.clause))
+        out.append(DefinitionName(INSTIGATOR, name, f"the schedule of {schedule.clause}", parts))
+        out.append(DefinitionName(NODE, schedule_job_name(name), f"the job of {schedule.clause}", parts))
+    return out
+
+
+def name_refusal(name: str) -> str | None:
+    """Why Dagster would refuse a name, or None."""
+    if not NAME_PATTERN.fullmatch(name):
+        return f"{name!r} is not a Dagster name (letters, digits and _ only)"
+    if name in DAGSTER_RESERVED:
+        return f"{name!r} is a name Dagster reserves"
+    if len(name) > MAX_NAME_LENGTH:
+        return f"Dagster name {name[:40]!r}… is {len(name)} characters long (at most {MAX_NAME_LENGTH})"
+    return None
+
+
+def fixed_name_taken(namespace: str, name: str) -> str | None:
+    """The name of dq_contracts' own that `name` would take, or None."""
+    return next((fixed for space, fixed in FIXED_NAMES
+                 if space == namespace and (name == fixed or name.startswith(fixed + "__"))), None)
 
 
 def snake(text: str) -> str:
@@ -1036,10 +1110,14 @@ def compile_contract(validated: ValidatedContract, folder: FolderIndex | None = 
         elif produced is None and prop_name not in LATENCY_PROPERTIES:
             not_enforced.append(CLAUSES["sla:*"](Clause("sla:*", parts, sla, {}, "", None, ctx)))
 
-    # rule-level schedules
+    # rule-level schedules; each found by its clause in one index (a scan per rule is quadratic)
+    by_clause: dict[tuple[str, str], CheckPlan] = {}
+    for object_name in dict.fromkeys(o for o, _, _ in rule_schedules):
+        for c in reversed(check_index[object_name]):  # the first check of a clause wins, as a scan found it
+            by_clause.update(dict.fromkeys(((object_name, p) for p in c.clauses), c))
     for object_name, clause_pointer, rule in rule_schedules:
         cron = _valid_cron(str(rule["schedule"]), [*rule["_parts"], "schedule"], ctx)
-        check = next((c for c in check_index[object_name] if clause_pointer in c.clauses), None)
+        check = by_clause.get((object_name, clause_pointer))
         if cron and check:
             schedules.append(SchedulePlan(f"{doc.get('id')}__{object_name}__", cron, clause_pointer,
                                           ((object_name, check.clause),)))
@@ -1167,13 +1245,33 @@ def _with_primary_key(obj: dict, object_name: str, base: list, ctx: _Compiling,
     )]
 
 
-def _unique_names(checks: list[CheckPlan]) -> list[CheckPlan]:
+class UniqueNames:
+    """Names made unique in one pass: a name already taken gets the first free `_<n>`, n counted on
+    per name, so N copies of one name cost about 2N probes, not N²/2 (`probes` counts them)."""
+
+    def __init__(self) -> None:
+        self.taken: set[str] = set()
+        self.next: dict[str, int] = {}
+        self.probes = 0
+
+    def take(self, name: str) -> str:
+        base, n = name, self.next.get(name, 2)
+        self.probes += 1
+        while name in self.taken:
+            name, n = f"{base}_{n}", n + 1
+            self.probes += 1
+        self.next[base] = n
+        self.taken.add(name)
+        return name
+
+
+def _unique_names(checks: list[CheckPlan], names: UniqueNames | None = None) -> list[CheckPlan]:
     """Unique per asset, and stable under reordering: colliding names get a hash of their clause."""
     counts: dict[str, int] = {}
     for check in checks:
         counts[check.name] = counts.get(check.name, 0) + 1
     out: list[CheckPlan] = []
-    taken: set[str] = set()
+    names = names or UniqueNames()
     for check in checks:
         name = check.name
         if counts[name] > 1:
@@ -1181,22 +1279,16 @@ def _unique_names(checks: list[CheckPlan]) -> list[CheckPlan]:
                 [check.kind, check.property, dict(check.params), [(c.operator, c.value) for c in check.conditions]],
                 sort_keys=True, default=str).encode()).hexdigest()[:6]
             name = f"{name}_{digest}"
-        base, n = name, 2
-        while name in taken:
-            name, n = f"{base}_{n}", n + 1
-        taken.add(name)
+        name = names.take(name)
         out.append(check if name == check.name else replace(check, name=name))
     return out
 
 
-def _unique_schedule_names(schedules: list[SchedulePlan]) -> list[SchedulePlan]:
-    seen: set[str] = set()
+def _unique_schedule_names(schedules: list[SchedulePlan], names: UniqueNames | None = None) -> list[SchedulePlan]:
+    names = names or UniqueNames()
     out = []
     for schedule in schedules:
-        name, n = schedule.name, 2
-        while name in seen:
-            name, n = f"{schedule.name}_{n}", n + 1
-        seen.add(name)
+        name = names.take(schedule.name)
         out.append(schedule if name == schedule.name else replace(schedule, name=name))
     return out
 

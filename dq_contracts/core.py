@@ -12,16 +12,19 @@ import gc
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
-from dq_contracts.compiler import (FolderIndex, checkable, compile_contract, definition_names, outline_contract,
-                                   share_classification)
-from dq_contracts.loader import load_documents
+from dq_contracts.compiler import (FolderIndex, checkable, compile_contract, definition_names, fixed_name_taken,
+                                   name_refusal, outline_contract, share_classification, short_prefixes)
 from dq_contracts.declaration import root_of_loaded, server_name, server_refusals
-from dq_contracts.paths import named_path
+from dq_contracts.loader import load_documents
+from dq_contracts.paths import named_path, parts_of
 from dq_contracts.plans import ContractPlan
 from dq_contracts.problems import Problem, contract_errors_of, errors_of
 from dq_contracts.validate import ValidatedContract, validate_document
+
+
+CronRule = Callable[[str], "str | None"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,9 @@ class LoadResult:
     problems: list[Problem] = field(default_factory=list)
     files_read: int = 0
     rejected: list[RejectedContract] = field(default_factory=list)
+    # file -> the short name its Dagster definitions take (compiler.short_prefixes over every compiled
+    # contract, so that rejecting one renames no other)
+    prefixes: dict[str, str] = field(default_factory=dict)
 
     @property
     def errors(self) -> list[Problem]:
@@ -80,15 +86,17 @@ def server_problems(plans: Iterable[ContractPlan], server: str | None,
 
 
 def load_contracts(paths: Iterable[str | os.PathLike[str]], *, server: str | None = None,
-                   environ: Mapping[str, str] | None = None) -> LoadResult:
+                   environ: Mapping[str, str] | None = None, cron_rule: CronRule | None = None) -> LoadResult:
     """Every contract under `paths`; `server` is the server name checks will use (None: each
     contract's first SQL server), and a contract without it is rejected, as is one whose server
-    the operator's declaration (`environ`, default the process's: declaration.py) refuses."""
+    the operator's declaration (`environ`, default the process's: declaration.py) refuses.
+    `cron_rule(cron)` says why the scheduler refuses a cron croniter accepts (None when it takes
+    it): the Dagster layer passes Dagster's own rule, which this pure core cannot import."""
     # Loading builds many small objects that all stay alive until the plans are made (documents
     # and their YAML node trees, for line numbers): the cyclic collector would scan them again and
     # again for nothing, about a third of the load time at 1,000 contracts. It runs once, after.
     with gc_paused():
-        return _load_contracts(paths, server, environ)
+        return _load_contracts(paths, server, environ, cron_rule)
 
 
 FULL_COLLECTION_AFTER = 250_000  # new objects: about 200 contracts of 20 properties built into Definitions
@@ -117,7 +125,7 @@ def gc_paused():
 
 
 def _load_contracts(paths: Iterable[str | os.PathLike[str]], server: str | None,
-                    environ: Mapping[str, str] | None) -> LoadResult:
+                    environ: Mapping[str, str] | None, cron_rule: CronRule | None = None) -> LoadResult:
     paths = list(paths)
     documents, problems = load_documents(paths)
     roots = _roots_of(paths)
@@ -138,44 +146,12 @@ def _load_contracts(paths: Iterable[str | os.PathLike[str]], server: str | None,
         compiled.append((plan, document))
     compiled = list(zip(share_classification([p for p, _ in compiled]), (d for _, d in compiled)))
 
-    # across files: the same (id, version) twice; the same asset claimed twice
-    seen_ids: dict[tuple[str, str], ContractPlan] = {}
-    seen_assets: dict[tuple[str, ...], tuple[ContractPlan, str]] = {}
-    seen_names: dict[str, ContractPlan] = {}
-    for plan, document in compiled:
-        key = (plan.id, plan.version)
-        if key in seen_ids:
-            other = seen_ids[key]
-            result.problems.append(Problem(plan.file, f"contract id {plan.id!r} version {plan.version} is also "
-                                           f"defined in {other.file}", "id", document.line_of(["id"])))
-            continue
-        seen_ids[key] = plan
-        names = definition_names(plan)
-        named = next(((name, seen_names[name]) for name in sorted(names) if name in seen_names), None)
-        if named is not None:
-            other = named[1]
-            result.problems.append(Problem(plan.file, f"its Dagster name {named[0]!r} is also taken by {other.file} "
-                                           f"(contract {other.id!r} {other.version}); two contracts, or two versions "
-                                           "of one, cannot share a code location under one id; give one another id",
-                                           "id", document.line_of(["id"])))
-            continue
-        clash = False
-        for obj in plan.objects:
-            if obj.asset_key in seen_assets:
-                other, other_object = seen_assets[obj.asset_key]
-                parts = ["schema", int(obj.pointer.split("/")[2])]
-                result.problems.append(Problem(
-                    plan.file,
-                    f"asset {'/'.join(obj.asset_key)} is also claimed by {other.file} (object {other_object!r}"
-                    f" of contract {other.id!r} {other.version}); give one of them another physicalName "
-                    "or a dagsterAssetKey custom property",
-                    named_path(document.data, parts), document.line_of(parts)))
-                clash = True
-            else:
-                seen_assets[obj.asset_key] = (plan, obj.name)
-        if not clash:
-            result.plans.append(plan)
-            seen_names.update(dict.fromkeys(names, plan))
+    result.prefixes = short_prefixes(plan for plan, _ in compiled)
+    broken = {p.file for p in contract_errors_of(result.problems)}
+    contested = _cross_file_problems(compiled, result.prefixes, cron_rule, broken)
+    result.problems.extend(contested)
+    failed = {p.file for p in contested}
+    result.plans.extend(plan for plan, _ in compiled if plan.file not in failed)
     by_file = {d.file: d for d in documents}
     result.problems.extend(server_problems(result.plans, server, lambda p, parts: by_file[p.file].line_of(parts),
                                            environ))
@@ -204,3 +180,73 @@ def _root_of(file: str, roots: list[tuple[str, str]]) -> str:
         if path == loaded or path.startswith(loaded.rstrip(os.sep) + os.sep):
             return root
     return root_of_loaded(path)
+
+
+def _cross_file_problems(compiled: list[tuple[ContractPlan, object]], prefixes: dict[str, str],
+                         cron_rule: CronRule | None, broken: set[str]) -> list[Problem]:
+    """What one contract would take from another, judged on the whole folder at once, so that no
+    file wins by the order files are read in: an (id, version), an asset, a Dagster name claimed by
+    two contracts (or twice by one) is a problem of every contract that claims it, each naming the
+    others. Such a contract is rejected whole: none of its checks attach anywhere, and every asset
+    it names (the contested one too) shows its failing `contract_valid` check. The Dagster names are
+    every name `compiler.definition_names` gives (what definitions.py builds, whatever the options);
+    a name Dagster would refuse, or one of dq_contracts' own, is a problem too, as is a cron the
+    scheduler refuses (`cron_rule`).
+
+    Every contract read claims its id and its assets, even one with errors of its own (`broken`):
+    its `contract_valid` check goes on them. Names are claimed only by the contracts still able to
+    run: a contract that builds nothing takes no name."""
+    found: list[Problem] = []
+    # claim -> [(plan, document, document parts, what claims it)], in one pass over every claim
+    claims: dict[tuple, list[tuple[ContractPlan, object, tuple, str]]] = {}
+    for plan, document in compiled:
+        claims.setdefault(("id", plan.id, plan.version), []).append((plan, document, ("id",), "its id"))
+        for oi, obj in enumerate(plan.objects):
+            parts = tuple(parts_of(obj.pointer)) if obj.pointer else ("schema", oi)
+            claims.setdefault(("asset", obj.asset_key), []).append((plan, document, parts, f"object {obj.name!r}"))
+    contested = {plan.file for claimants in claims.values() if len(claimants) > 1 for plan, *_ in claimants}
+    for plan, document in compiled:
+        if plan.file in broken or plan.file in contested:
+            continue
+        for named in definition_names(plan, prefixes[plan.file]):
+            claims.setdefault(("name", named.namespace, named.name), []).append(
+                (plan, document, named.parts, named.what))
+            fixed = fixed_name_taken(named.namespace, named.name)
+            refusal = name_refusal(named.name) or (
+                f"Dagster name {named.name!r} ({named.what}) is dq_contracts' own {fixed!r}, or starts like it"
+                " (give the contract another `name`)" if fixed else None)
+            if refusal:
+                found.append(_problem(plan, document, named.parts, refusal))
+        for schedule in plan.schedules if cron_rule is not None else ():
+            refusal = cron_rule(schedule.cron)
+            if refusal:
+                found.append(_problem(plan, document, (*parts_of(schedule.clause), "schedule"),
+                                      f"cron {schedule.cron!r}: {refusal}"))
+    for claim, claimants in claims.items():
+        if len(claimants) < 2:
+            continue
+        kind = claim[0]
+        named = sorted((p.file, label2, i) for i, (p, _, _, label2) in enumerate(claimants))
+        for i, (plan, document, parts, label) in enumerate(claimants):
+            # the first few others by file, so that N files claiming one asset cost N messages, not N²
+            others = [f"{label2} of this contract" if file == plan.file else
+                      f"{file} ({label2} of contract {claimants[j][0].id!r} {claimants[j][0].version})"
+                      for file, label2, j in named[:SHOWN_CLAIMANTS + 1] if j != i][:SHOWN_CLAIMANTS]
+            more = f" and {len(claimants) - 1 - len(others)} more" if len(claimants) - 1 > len(others) else ""
+            found.append(_problem(plan, document, parts, _CLAIMED[kind](claim, label) + f" {'; '.join(others)}{more}: "
+                                  "none of them is loaded until only one claims it; " + _REMEDY[kind]))
+    return found
+
+
+SHOWN_CLAIMANTS = 5
+_CLAIMED = {"id": lambda c, label: f"contract id {c[1]!r} version {c[2]} is also defined in",
+            "asset": lambda c, label: f"asset {'/'.join(c[1])} is also claimed by",
+            "name": lambda c, label: f"Dagster name {c[2]!r} ({label}) is also taken by"}
+_REMEDY = {"id": "give one of them another id or version",
+           "asset": "give one of them another physicalName or a dagsterAssetKey custom property",
+           "name": "give one of the contracts another `name`, or the object another name"}
+
+
+def _problem(plan: ContractPlan, document, parts, message: str) -> Problem:
+    parts = list(parts)
+    return Problem(plan.file, message, named_path(document.data, parts), document.line_of(parts))

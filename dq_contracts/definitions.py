@@ -19,7 +19,9 @@ import dagster as dg
 import sqlalchemy as sa
 
 from dq_contracts.checking import Warehouses, choose_server, failed_results, run_contract
-from dq_contracts.compiler import dagster_name, schedule_name, short_prefixes  # noqa: F401 - re-exported
+from dq_contracts.compiler import (ALL_CHECKS_JOB, AUTOMATION_SENSOR, FRESHNESS_SENSOR, OBJECT_OPS,  # noqa: F401
+                                   checks_job_name, dagster_name, object_op_name, partitions_job_name,
+                                   partitions_schedule_name, schedule_job_name, schedule_name, short_prefixes)
 from dq_contracts.core import gc_paused, load_contracts
 from dq_contracts.kinds import Scope
 from dq_contracts.partitions import Partition, multi_partition, window_partition
@@ -30,14 +32,13 @@ from dq_contracts.resource import WarehouseResource
 from dq_contracts.runner import CheckResult, error_of, read_only, touches_classified
 from dq_contracts.schema_check import read_catalog
 from dq_contracts.sql import table_for
-from dq_contracts.specs import ObjectSpecs, build_contract_specs
+from dq_contracts.specs import ObjectSpecs, build_contract_specs, cron_refusal
 from dq_contracts.translator import (DqContractsTranslator, clause_text, dimension_columns, partition_column,
                                      tag_value)
 
 log = logging.getLogger("dq_contracts")
 
 RESOURCE_KEY = "dq_warehouse"
-FRESHNESS_SENSOR = "dq_contracts_freshness"
 
 
 def _keys_of(items: Iterable[Any]) -> set[dg.AssetKey]:
@@ -258,18 +259,18 @@ def _object_checks(specs: ObjectSpecs, prefix: str, resource_key: str) -> list[d
     own = [(c, s) for c, s in specs.checks if not s.additional_deps and (s.partitions_def is not None or not partitioned)]
     wide = [(c, s) for c, s in specs.checks if not s.additional_deps and s.partitions_def is None and partitioned]
     reading = [(c, s) for c, s in specs.checks if s.additional_deps]
-    name = f"{prefix}__{dagster_name(obj.name)}"
+    own_op, table_op, relationships_op = (object_op_name(prefix, obj.name, part) for part in OBJECT_OPS)
     ops = []
     if own:
-        ops.append(_checks_op(name, plan, obj, own, resource_key,
+        ops.append(_checks_op(own_op, plan, obj, own, resource_key,
                               f"Clauses of contract {plan.id} {plan.version}, object {obj.name}"
                               + (", per partition" if partitioned else "")))
     if wide:
-        ops.append(_checks_op(f"{name}__table", plan, obj, wide, resource_key,
+        ops.append(_checks_op(table_op, plan, obj, wide, resource_key,
                               f"Table-wide clauses of contract {plan.id} {plan.version}, object {obj.name} "
                               "(partitioned): they read the whole table"))
     if reading:  # a relationship is judged per partition, like the object's rows (PARTITION_SCOPE)
-        ops.append(_checks_op(f"{name}__relationships", plan, obj, reading, resource_key,
+        ops.append(_checks_op(relationships_op, plan, obj, reading, resource_key,
                               f"Relationships of contract {plan.id} {plan.version}, object {obj.name}: "
                               "run after the assets they read"))
     return ops
@@ -294,7 +295,7 @@ def _partitions_job(specs: ObjectSpecs, prefix: str) -> dg.UnresolvedAssetJobDef
     keys, partitions = [s.key for s in partitioned], partitioned[0].partitions_def
     plan, obj = specs.plan, specs.object
     return dg.define_asset_job(
-        f"{prefix}__{dagster_name(obj.name)}__partitions", selection=dg.AssetSelection.checks(*keys),
+        partitions_job_name(prefix, obj.name), selection=dg.AssetSelection.checks(*keys),
         config=dg.PartitionedConfig(partitions_def=partitions, run_config_for_partition_key_fn=_no_config),
         # one run per partition, each a few statements: a process per op would cost more than the checks
         executor_def=dg.in_process_executor,
@@ -323,7 +324,8 @@ def _contract_defs(plan: ContractPlan, objects: list[ObjectSpecs], prefix: str, 
                 # each window's checks once it has ended (the daily job at midnight UTC checks
                 # yesterday); stopped, like Dagster's own, until someone turns it on
                 built.schedules.append(dg.build_schedule_from_partitioned_job(
-                    job, default_status=dg.DefaultScheduleStatus.STOPPED,
+                    job, name=partitions_schedule_name(prefix, specs.object.name),
+                    default_status=dg.DefaultScheduleStatus.STOPPED,
                     description=f"The per-partition clauses of {plan.id}, object {specs.object.name}, each "
                                 "partition once its window has ended"))
     if not contract_jobs:
@@ -332,7 +334,7 @@ def _contract_defs(plan: ContractPlan, objects: list[ObjectSpecs], prefix: str, 
     check_keys = {(specs.object.name, c.name): s.key for specs in objects for c, s in specs.checks}
     if check_keys:
         built.jobs.append(dg.define_asset_job(
-            f"{prefix}__checks", selection=dg.AssetSelection.checks(*check_keys.values()),
+            checks_job_name(prefix), selection=dg.AssetSelection.checks(*check_keys.values()),
             description=f"All clauses of contract {plan.id} {plan.version}",
             tags={"dq_contracts/contract": tag_value(plan.id)}))
     for schedule in plan.schedules:
@@ -340,7 +342,7 @@ def _contract_defs(plan: ContractPlan, objects: list[ObjectSpecs], prefix: str, 
         if not keys:
             continue
         name = schedule_name(plan, schedule, prefix)
-        job = dg.define_asset_job(f"{name}__job", selection=dg.AssetSelection.checks(*keys),
+        job = dg.define_asset_job(schedule_job_name(name), selection=dg.AssetSelection.checks(*keys),
                                   description=f"Clauses scheduled by {plan.id} {schedule.clause}")
         built.jobs.append(job)
         built.schedules.append(dg.ScheduleDefinition(
@@ -395,8 +397,6 @@ def _freshness_sensor(watched: list[tuple[ContractPlan, ObjectPlan, str, dg.Asse
     return freshness_sensor
 
 
-ALL_CHECKS_JOB = "dq_contracts_checks"
-AUTOMATION_SENSOR = "dq_contracts_automation"
 
 
 def _observed_columns(obj: ObjectPlan, table: Any, engine: sa.Engine, connection: Any,
@@ -474,7 +474,7 @@ def _build_defs(paths, assets, defs, translator, resource, resource_key, freshne
     translator = translator or DqContractsTranslator()
     resource = resource or WarehouseResource()
     server = resource.server.get_value() if isinstance(resource.server, dg.EnvVar) else resource.server
-    loaded = load_contracts(paths, server=server, environ=resource.environ())
+    loaded = load_contracts(paths, server=server, environ=resource.environ(), cron_rule=cron_refusal)
     if strict and loaded.errors:
         raise ContractError(loaded.problems)
     rejected_files = {r.file for r in loaded.rejected}
@@ -505,9 +505,8 @@ def _build_defs(paths, assets, defs, translator, resource, resource_key, freshne
             fresh = next((f for f in plan.freshness if f.object == obj.name), None)
             if fresh:
                 watched.append((plan, obj, fresh.element, key))
-    prefixes = short_prefixes(o[0].plan for o in by_plan.values())
-    for file, objects in by_plan.items():
-        contract = _contract_defs(objects[0].plan, objects, prefixes[file], resource_key, contract_jobs,
+    for file, objects in by_plan.items():  # the names the load checked (compiler.definition_names)
+        contract = _contract_defs(objects[0].plan, objects, loaded.prefixes[file], resource_key, contract_jobs,
                                   partition_jobs, own)
         checks.extend(contract.checks)
         jobs.extend(contract.jobs)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from dq_contracts.compiler import dagster_name
+from dq_contracts.compiler import PROBLEMS_CHECKS, dagster_name
 from dq_contracts.core import RejectedContract
 from dq_contracts.problems import Problem
 from dq_contracts.translator import ContractObjectData, DqContractsTranslator
@@ -25,8 +25,7 @@ from dq_contracts.translator import ContractObjectData, DqContractsTranslator
 log = logging.getLogger("dq_contracts")
 
 CONTRACT_VALID = "contract_valid"
-PROBLEMS_CHECKS = "dq_contracts_contract_problems"
-PROBLEMS_SENSOR = "dq_contracts_contract_problems"
+PROBLEMS_SENSOR = PROBLEMS_CHECKS  # an op and a sensor may share a name
 INVALID_PREFIX = "dq_contracts_invalid"
 
 _PROBLEM_COLUMNS = dg.TableSchema(columns=[dg.TableColumn(name, "string")

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import dagster as dg
+from dagster._utils.schedules import is_valid_cron_schedule
 
 from dq_contracts.checking import ServerChoiceError, choose_server
 from dq_contracts.core import RejectedContract
@@ -36,6 +37,18 @@ class ObjectSpecs:
 class ContractSpecs:
     objects: list[ObjectSpecs] = field(default_factory=list)
     rejected: list[RejectedContract] = field(default_factory=list)  # translator errors, keys claimed twice
+
+
+def cron_refusal(cron: str) -> str | None:
+    """Why Dagster refuses a cron that croniter takes (six fields with seconds, 30 February), or None:
+    Dagster's own rule, the one `ScheduleDefinition` and `AutomationCondition.on_cron` apply, asked
+    before anything is built so that the contract, not the code location, fails."""
+    try:
+        valid = is_valid_cron_schedule(cron)
+    except Exception:  # croniter's own refusals raise inside it
+        valid = False
+    return None if valid else ("Dagster refuses this cron: it takes standard 5-field crons (minute hour day "
+                               "month weekday, no seconds or year) that can fire")
 
 
 def server_of(plan: ContractPlan, server: str | None = None) -> dict[str, Any] | None:
@@ -69,7 +82,7 @@ def _build(plans: list[ContractPlan], translator: DqContractsTranslator, server:
            own_partitions: dict[dg.AssetKey, dg.PartitionsDefinition]) -> ContractSpecs:
     out = ContractSpecs()
     named: list[tuple[ContractPlan, list[tuple[ObjectPlan, dg.AssetSpec]]]] = []
-    claimed: dict[dg.AssetKey, ContractPlan] = {}
+    claimed: dict[dg.AssetKey, list[ContractPlan]] = {}
     key_of: dict[tuple[str, str], dg.AssetKey] = {}  # (contract id, object name) -> asset key
     for plan in sorted(plans, key=lambda p: p.id):
         chosen = server_of(plan, server)
@@ -80,20 +93,23 @@ def _build(plans: list[ContractPlan], translator: DqContractsTranslator, server:
         except Exception as exc:
             out.rejected.append(_rejected(plan, f"building its Dagster definitions failed: {type(exc).__name__}: {exc}"))
             continue
-        clash = next((spec.key for _, spec in assets if spec.key in claimed), None)
-        if clash is None:  # one key for two objects of this contract is a clash too
-            seen: set[dg.AssetKey] = set()
-            clash = next((spec.key for _, spec in assets if spec.key in seen or seen.add(spec.key)), None)
-        if clash is not None:
-            other = claimed.get(clash, plan)
-            out.rejected.append(_rejected(plan, f"asset {clash.to_user_string()} is also the asset of {other.file} "
-                                          f"(contract {other.id!r}) once the translator has named it; give one of "
-                                          "them another key"))
-            continue
-        for obj, spec in assets:
-            claimed[spec.key] = plan
-            key_of[(plan.id, obj.name)] = spec.key
+        for _, spec in assets:
+            claimed.setdefault(spec.key, []).append(plan)
         named.append((plan, assets))
+    # a key two objects take (of two contracts, or of one) is a problem of each: none wins by order
+    contested = {key: claimants for key, claimants in claimed.items() if len(claimants) > 1}
+    kept = []
+    for plan, assets in named:
+        clash = next((spec.key for _, spec in assets if spec.key in contested), None)
+        if clash is None:
+            kept.append((plan, assets))
+            key_of.update({(plan.id, obj.name): spec.key for obj, spec in assets})
+            continue
+        others = sorted({p.file for p in contested[clash]} - {plan.file}) or ["another object of this contract"]
+        out.rejected.append(_rejected(plan, f"asset {clash.to_user_string()}, once the translator has named it, "
+                                      f"is also the asset of {', '.join(others)}: none of them is loaded until "
+                                      "only one claims it; give one of them another key"))
+    named = kept
 
     for plan, assets in named:
         crons: dict[tuple[str, str], tuple[str, ...]] = {}

@@ -306,20 +306,29 @@ def test_a_freshness_element_declared_as_a_number_is_a_problem_and_its_check_fai
 
 
 NAME_CLASHES = [
-    # (first contract, second contract): the second cannot share a code location with the first
+    # (first contract, second contract): their short names would clash; the one whose id sorts later
+    # takes a longer one, and both load (the names checked are the names built)
     (dict(id="orders", version="1.0.0", table="orders_v1"), dict(id="orders", version="2.0.0", table="orders_v2")),
     (dict(id="sales.orders", table="a"), dict(id="sales-orders", table="b")),
 ]
 
 
 @pytest.mark.parametrize("first, second", NAME_CLASHES, ids=["two versions", "ids differing in punctuation"])
-def test_contracts_whose_dagster_names_clash_are_a_problem_naming_both_files(tmp_path, first, second):
+def test_contracts_whose_short_names_would_clash_load_under_distinct_names(tmp_path, first, second):
+    import dagster as dg
+
+    from dq_contracts.definitions import build_contract_defs
+
     (tmp_path / "a.odcs.yaml").write_text(contract_text(**first))
     (tmp_path / "b.odcs.yaml").write_text(contract_text(**second))
     result = load_contracts([tmp_path])
-    assert [p.file.endswith("b.odcs.yaml") for p in result.errors] == [True]
-    assert "a.odcs.yaml" in result.errors[0].message and "Dagster name" in result.errors[0].message
-    assert [Path(p.file).name for p in result.usable_plans] == ["a.odcs.yaml"]
+    assert result.errors == []
+    assert sorted(Path(p.file).name for p in result.usable_plans) == ["a.odcs.yaml", "b.odcs.yaml"]
+    assert len(set(result.prefixes.values())) == 2
+    defs = build_contract_defs(tmp_path, contract_jobs=True)
+    dg.Definitions.validate_loadable(defs)
+    jobs = {job.name for job in defs.resolve_all_job_defs()}
+    assert {f"{prefix}__checks" for prefix in result.prefixes.values()} <= jobs
 
 
 API_VERSIONS = [

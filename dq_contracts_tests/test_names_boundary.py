@@ -1,0 +1,212 @@
+"""Principle 5: one contract cannot take anything from another.
+
+An asset, an (id, version), a Dagster name (op, job, schedule, sensor) that two contracts claim is a
+problem of each of them, whatever order their files are read in; a name or cron Dagster would refuse
+is the contract's problem, never a `DagsterInvalidDefinitionError` that takes the code location down.
+Each attack is one row; every row loads through `build_contract_defs` + `validate_loadable` in every
+way of building.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import dagster as dg
+import pytest
+import yaml
+from dagster._core.definitions.utils import DISALLOWED_NAMES
+
+from dq_contracts.cli import main
+from dq_contracts.compiler import DAGSTER_RESERVED, UniqueNames, _unique_names
+from dq_contracts.core import load_contracts
+from dq_contracts.definitions import build_contract_defs
+from dq_contracts.plans import CheckPlan
+from dq_contracts.specs import cron_refusal
+from dq_contracts.translator import DqContractsTranslator
+
+SERVER = [{"server": "local", "type": "duckdb", "database": "warehouse.duckdb"}]
+DAILY = {"property": "dagsterPartitions", "value": {"type": "daily", "start": "2026-06-01"}}
+
+
+def obj(name, physical=None, partitioned=False, quality=()):
+    props = [{"name": "a", "logicalType": "string", "required": True}]
+    if partitioned:
+        props.append({"name": "day", "logicalType": "date", "partitioned": True, "partitionKeyPosition": 1})
+    out = {"name": name, "properties": props, "quality": [{"metric": "rowCount", "mustBeGreaterThan": 0}, *quality]}
+    if physical:
+        out["physicalName"] = physical
+    if partitioned:
+        out["customProperties"] = [DAILY]
+    return out
+
+
+def contract(cid, *objects, name=None, version="1.0.0", sla=None):
+    doc = {"apiVersion": "v3.1.0", "kind": "DataContract", "id": cid, "version": version, "status": "active",
+           "servers": SERVER, "schema": list(objects) or [obj(f"{cid}_t")]}
+    if name:
+        doc["name"] = name
+    if sla:
+        doc["slaProperties"] = [sla]
+    return doc
+
+
+def cron(expression):
+    return {"property": "frequency", "value": 1, "scheduler": "cron", "schedule": expression}
+
+
+# (files: name -> document, files that must be rejected). Every row also holds innocent.odcs.yaml,
+# which must load with its checks.
+ATTACKS = {
+    "two contracts, one asset": (
+        {"a.odcs.yaml": contract("one", obj("t")), "b.odcs.yaml": contract("two", obj("t"))}, {"a", "b"}),
+    "three contracts, one asset": (
+        {"a.odcs.yaml": contract("one", obj("t")), "b.odcs.yaml": contract("two", obj("t")),
+         "c.odcs.yaml": contract("three", obj("u", physical="t"))}, {"a", "b", "c"}),
+    "physicalNames that differ only by characters made _": (
+        {"a.odcs.yaml": contract("one", obj("t1", physical="order-lines")),
+         "b.odcs.yaml": contract("two", obj("t2", physical="order lines"))}, {"a", "b"}),
+    "same id and version": (
+        {"a.odcs.yaml": contract("same", obj("t1")), "b.odcs.yaml": contract("same", obj("t2"))}, {"a", "b"}),
+    "one physicalName for two objects of one contract": (
+        {"a.odcs.yaml": contract("one", obj("t1", physical="t"), obj("t2", physical="t"))}, {"a"}),
+    "names that differ only by characters made _": (
+        {"a.odcs.yaml": contract("urn:x:orders-v1", obj("t1"), name="orders-v1"),
+         "b.odcs.yaml": contract("urn:y:orders_v1", obj("t2"), name="orders_v1"),
+         "c.odcs.yaml": contract("urn:z:orders.v1", obj("t3"), name="orders.v1")}, set()),
+    "two objects whose names differ only by characters made _": (
+        {"a.odcs.yaml": contract("one", obj("order-lines"), obj("order_lines", physical="order_lines2"))}, {"a"}),
+    "a contract named dq_contracts_checks, object of the set name": (
+        {"a.odcs.yaml": contract("one", obj("checks"), name="dq_contracts_checks")}, {"a"}),
+    "a contract named dq_contracts_freshness": (
+        {"a.odcs.yaml": contract("one", obj("t", partitioned=True), name="dq_contracts_freshness")}, {"a"}),
+    "a contract named dq_contracts_contract_problems": (
+        {"a.odcs.yaml": contract("one", obj("t"), name="dq_contracts_contract_problems")}, {"a"}),
+    "<a>__<b> equals <a__b>: op against op": (
+        {"a.odcs.yaml": contract("one", obj("b"), name="p__a"),
+         "b.odcs.yaml": contract("two", obj("a__b"), name="p")}, {"a", "b"}),
+    "an object named like another's table-wide op": (
+        {"a.odcs.yaml": contract("one", obj("t", partitioned=True), name="p"),
+         "b.odcs.yaml": contract("two", obj("table"), name="p__t")}, {"a", "b"}),
+    "an object named like another's partitions job": (
+        {"a.odcs.yaml": contract("one", obj("t", partitioned=True), obj("t__partitions"), name="p")}, {"a"}),
+    "a contract id that sanitises to another's name": (
+        {"a.odcs.yaml": contract("Orders", obj("t1"), name="shop"),
+         "b.odcs.yaml": contract("urn:shop", obj("t2"), name="SHOP!")}, set()),
+    "a checks job against an op": (
+        {"a.odcs.yaml": contract("one", obj("checks"), name="p"),
+         "b.odcs.yaml": contract("two", obj("t"), name="p__checks__x")}, {"a"}),
+    "six-field cron with seconds": (
+        {"a.odcs.yaml": contract("one", obj("t"), sla=cron("* * * * * *"))}, {"a"}),
+    "30 February": (
+        {"a.odcs.yaml": contract("one", obj("t"), sla=cron("0 0 30 2 *"))}, {"a"}),
+}
+
+INNOCENT = contract("innocent", obj("innocent_table", partitioned=True), sla=cron("0 6 * * *"))
+
+
+def write(folder, files):
+    folder.mkdir(parents=True, exist_ok=True)
+    for file, document in {**files, "innocent.odcs.yaml": INNOCENT}.items():
+        (folder / file).write_text(yaml.safe_dump(document, sort_keys=False))
+    return folder
+
+
+def rejected_stems(loaded):
+    return {r.file.rsplit("/", 1)[-1].split(".")[0] for r in loaded.rejected}
+
+
+BUILDS = [dict(contract_jobs=False, partition_jobs=True), dict(contract_jobs=True, partition_jobs=True),
+          dict(contract_jobs=True, partition_jobs=False), dict(contract_jobs=True, name="checks")]
+
+
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_an_attack_costs_only_the_contracts_that_make_it(tmp_path, attack):
+    files, expected = ATTACKS[attack]
+    folder = write(tmp_path / "c", files)
+    loaded = load_contracts([folder], cron_rule=cron_refusal)
+    assert rejected_stems(loaded) == expected
+    assets = {"/".join(o.asset_key) for r in loaded.rejected for o in r.plan.objects}
+    for build in BUILDS:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            defs = build_contract_defs(folder, **build)
+            dg.Definitions.validate_loadable(defs)  # never a DagsterInvalidDefinitionError
+        checks = {(k.asset_key.to_user_string(), k.name) for k in defs.resolve_asset_graph().asset_check_keys}
+        assert ("innocent_table", "row_count") in checks, build
+        shown = {a for a, n in checks if n == "contract_valid"}
+        assert assets <= shown, build  # every asset of a rejected contract shows it
+        assert not any(n == "row_count" and a in shown for a, n in checks), build  # none of its checks attach
+
+
+def test_a_contested_asset_names_every_claimant_whatever_the_file_order(tmp_path):
+    """The same three contracts under names that sort in both orders: the same verdict, on the asset."""
+    documents = [contract("one", obj("t")), contract("two", obj("t")), contract("three", obj("t"))]
+    seen = []
+    for names in (("a", "b", "c"), ("c", "b", "a")):
+        folder = write(tmp_path / "".join(names), {f"{n}.odcs.yaml": d for n, d in zip(names, documents)})
+        defs = build_contract_defs(folder)
+        spec = next(s for c in defs.asset_checks for s in c.check_specs
+                    if s.asset_key.to_user_string() == "t" and s.name == "contract_valid")
+        assert all(f"{n}.odcs.yaml" in spec.description for n in names), spec.description
+        by_contract = {}
+        for problem in load_contracts([folder]).errors:
+            by_contract[yaml.safe_load((folder / problem.file.rsplit("/", 1)[-1]).read_text())["id"]] = problem
+        seen.append({cid: (p.path, p.line) for cid, p in by_contract.items()})
+        assert set(by_contract) == {"one", "two", "three"}
+        assert "innocent" not in by_contract
+    assert seen[0] == seen[1]
+
+
+@pytest.mark.parametrize("expression", ["* * * * * *", "0 0 30 2 *", "0 0 31 2 *"])
+def test_validate_reports_a_cron_dagster_refuses(tmp_path, capsys, expression):
+    folder = write(tmp_path / "c", {"a.odcs.yaml": contract("one", obj("t"), sla=cron(expression))})
+    assert main(["validate", str(folder)]) == 1
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if "a.odcs.yaml" in x)
+    assert "a.odcs.yaml:23: slaProperties[0].schedule: cron" in line and "Dagster refuses this cron" in line, out
+
+
+def test_validate_reports_names_taken_twice(tmp_path, capsys):
+    files, _ = ATTACKS["<a>__<b> equals <a__b>: op against op"]
+    assert main(["validate", str(write(tmp_path / "c", files))]) == 1
+    out = capsys.readouterr().out
+    assert "Dagster name 'p__a__b'" in out and "a.odcs.yaml" in out and "b.odcs.yaml" in out, out
+
+
+def test_the_reserved_words_are_dagsters():
+    assert DAGSTER_RESERVED == DISALLOWED_NAMES
+
+
+def _check(name, i):
+    return CheckPlan(name=name, kind="row_count", clause=f"/schema/0/quality/{i}", object="t", property=None,
+                     severity="ERROR", description="")
+
+
+@pytest.mark.parametrize("names", [["x"] * 5000, [f"x_{i % 7}" for i in range(5000)] + ["x"] * 5000])
+def test_unique_names_are_made_in_linear_work(names):
+    """5,000 identical rules (one hash for all): about 2 probes a name, not N/2."""
+    taker = UniqueNames()
+    made = _unique_names([_check(n, i) for i, n in enumerate(names)], taker)
+    assert len({c.name for c in made}) == len(names)
+    assert taker.probes <= 3 * len(names), taker.probes
+
+
+class LastPartOnly(DqContractsTranslator):
+    """A translator that keys `one.t` and `two.t` alike."""
+
+    def get_asset_spec(self, data):
+        spec = super().get_asset_spec(data)
+        return spec.replace_attributes(key=dg.AssetKey(spec.key.path[-1:]))
+
+
+@pytest.mark.parametrize("first, second", [("a", "z"), ("z", "a")])
+def test_two_objects_the_translator_keys_alike_are_neither_contracts(tmp_path, first, second):
+    folder = write(tmp_path / "c", {f"{first}.odcs.yaml": contract("one", obj("t1", physical="one.t")),
+                                    f"{second}.odcs.yaml": contract("two", obj("t2", physical="two.t"))})
+    defs = build_contract_defs(folder, translator=LastPartOnly())
+    dg.Definitions.validate_loadable(defs)
+    checks = {(k.asset_key.to_user_string(), k.name) for k in defs.resolve_asset_graph().asset_check_keys}
+    assert ("t", "row_count") not in checks and ("innocent_table", "row_count") in checks
+    spec = next(s for c in defs.asset_checks for s in c.check_specs
+                if s.asset_key.to_user_string() == "t" and s.name == "contract_valid")
+    assert "a.odcs.yaml" in spec.description and "z.odcs.yaml" in spec.description, spec.description
