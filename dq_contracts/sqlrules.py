@@ -110,7 +110,8 @@ ALLOWED_FUNCTIONS = set().union(*FUNCTION_FAMILIES.values())
 ALLOWED_NODES = (
     "Select", "Union", "Intersect", "Except", "Subquery", "With", "CTE", "TableAlias", "From", "Join", "Where",
     "Group", "Having", "Qualify", "Order", "Ordered", "Limit", "Offset", "Fetch", "Distinct", "Alias", "Column",
-    "Identifier", "Table", "Star", "Literal", "Null", "Boolean", "Paren", "Neg", "Not", "And", "Or", "Xor",
+    "Identifier", "Table", "Star", "Literal", "RawString", "UnicodeString", "ByteString", "National", "HexString",
+    "BitString", "Null", "Boolean", "Paren", "Neg", "Not", "And", "Or", "Xor",
     "EQ", "NEQ", "GT", "GTE", "LT", "LTE", "NullSafeEQ", "NullSafeNEQ", "Is", "In", "Between", "Like", "ILike",
     "Escape", "Add", "Sub", "Mul", "Div", "Mod", "IntDiv", "DPipe", "Case", "DataType", "DataTypeParam", "Interval",
     "Var", "Window", "WindowSpec", "Filter", "Exists", "Any", "All", "Tuple",

@@ -343,10 +343,12 @@ def test_the_ways_a_classified_value_could_slip_out_are_closed(warehouse_any, tm
 
 
 SQL_RESULTS = [
-    # (rule on a table whose `salary` is confidential, is its result shown?)
+    # (rule on a table whose `salary` is confidential, is its result shown?) A rule that uses it in
+    # any form but COUNT(c), COUNT(DISTINCT c) or c IS [NOT] NULL is refused (test_sql_rules.py)
     ("SELECT MAX(salary) FROM {object}", False),
     ("SELECT MAX(salary) - 0 AS m FROM {object}", False),
-    ("SELECT COUNT(*) FROM {object} WHERE salary > 100", True),
+    ("SELECT COUNT(*) FROM {object} WHERE salary > 100", False),
+    ("SELECT COUNT(salary) FROM {object} WHERE salary IS NOT NULL", True),
     ("SELECT MAX(id) FROM {object}", True),
 ]
 
