@@ -519,8 +519,11 @@ def _sql(c: Clause) -> Outcome:
     elif verdict.refusal:
         refusal = f"SQL rule refused: {verdict.refusal}"
     if refusal:
+        # a table or column the contract does not declare: a warning, as for the other clauses that cannot
+        # run as written in a document the official schema accepts; the check fails all the same
         return c.fails("sql", "sql", f"{c.where()} SQL rule result {threshold}", refusal, c.parts + ["query"],
-                       rule=rule, conditions=conditions, params={"query": rule.get("query"), "tables": tables})
+                       "warning" if verdict.undeclared else "error", rule=rule, conditions=conditions,
+                       params={"query": rule.get("query"), "tables": tables})
     return c.check("sql", "sql", f"{c.where()} SQL rule result {threshold}", rule=rule,
                    conditions=conditions, params={"query": rule.get("query"), "tables": tables})
 
@@ -1112,7 +1115,9 @@ def _unique_names(checks: list[CheckPlan]) -> list[CheckPlan]:
         name = check.name
         if counts[name] > 1:
             digest = hashlib.sha1(json.dumps(
-                [check.kind, check.property, dict(check.params), [(c.operator, c.value) for c in check.conditions]],
+                # not a SQL rule's `tables`: a name must not change when another object joins the contract
+                [check.kind, check.property, {k: v for k, v in check.params.items() if k != "tables"},
+                 [(c.operator, c.value) for c in check.conditions]],
                 sort_keys=True, default=str).encode()).hexdigest()[:6]
             name = f"{name}_{digest}"
         base, n = name, 2

@@ -34,6 +34,7 @@ The rules, each holding for any input:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from dataclasses import dataclass, field
@@ -114,7 +115,7 @@ ALLOWED_NODES = (
     "BitString", "Null", "Boolean", "Paren", "Neg", "Not", "And", "Or", "Xor",
     "EQ", "NEQ", "GT", "GTE", "LT", "LTE", "NullSafeEQ", "NullSafeNEQ", "Is", "In", "Between", "Like", "ILike",
     "Escape", "Add", "Sub", "Mul", "Div", "Mod", "IntDiv", "DPipe", "Case", "DataType", "DataTypeParam", "Interval",
-    "Var", "Window", "WindowSpec", "Filter", "Exists", "Any", "All", "Tuple",
+    "Var", "TableSample", "Window", "WindowSpec", "Filter", "Exists", "Any", "All", "Tuple",
 )
 # Cast targets: plain value types. Not the types whose input function looks names up or parses
 # documents (regclass, regproc, xml, json paths…), nor user-defined ones.
@@ -151,6 +152,7 @@ class SqlVerdict:
     own: str = ""  # the physical name `{object}` stands for
     column: str | None = None  # the physical column `{property}` stands for
     partitioned: bool = False  # whether the query holds `{partition}`
+    undeclared: bool = False  # refused for a table or column the contract does not declare
     names: dict[str, str] = field(default_factory=dict)  # each readable table's name in lower case -> as declared
 
 
@@ -196,15 +198,21 @@ def judge_sql_rule(query: str, *, dialect: str | None, own: str, column: str | N
     lowered.setdefault(own.lower(), {})
     if column is not None:
         lowered[own.lower()].setdefault(column.lower(), False)
-    why = _Checker(root, own.lower(), column, lowered, {t.lower() for t in allowed_tables}).refusal()
+    checker = _Checker(root, own.lower(), column, lowered, {t.lower() for t in allowed_tables})
+    why = checker.refusal()
     if why:
-        return refused(why)
+        return dataclasses.replace(refused(why), undeclared=checker.undeclared)
     names = {name.lower(): name for name in [*allowed_tables, *tables, own]}
     return SqlVerdict(root, None, (), dialect, own, column, partitioned, names)
 
 
 class _Refused(Exception):
     pass
+
+
+class _Undeclared(_Refused):
+    """A name the contract does not declare: a clause that cannot run as written (a warning where
+    the official schema accepts the document), refused all the same."""
 
 
 def _parsed(text: str, dialect: str | None) -> Any:
@@ -259,18 +267,24 @@ class _Checker:
         self.defined = {a.alias.lower() for a in root.find_all(exp.Alias) if a.alias}
         self.defined |= {c.name.lower() for t in root.find_all(exp.TableAlias) for c in t.columns}
         self.sources: dict[str, str | None] = {}  # a name or alias a column may be qualified by -> its table
-        for sub in root.find_all(exp.Subquery):
-            if sub.alias:
-                self.sources[sub.alias.lower()] = None
-        for cte in self.ctes:
-            self.sources[cte] = None
+        self.outputs: dict[str, set[str]] = {}  # a derived table (subquery, CTE, generator) -> its column names
+        for derived in [*root.find_all(exp.Subquery), *root.find_all(exp.CTE)]:
+            if derived.alias:
+                self.derived(derived.alias, derived.args.get("alias"), getattr(derived.this, "named_selects", []))
         self.read: set[str] = set()  # the contract tables the query reads
+        self.undeclared = False
+
+    def derived(self, name: str, alias: Any, columns: list[str]) -> None:
+        named = [c.name for c in alias.columns] if alias is not None else []
+        self.sources[name.lower()] = None
+        self.outputs.setdefault(name.lower(), set()).update(c.lower() for c in [*columns, *named] if c)
 
     def table_of(self, node: Any) -> str | None:
         """The contract table a table node reads, or None for a CTE; _Refused for anything else."""
         exp = self.exp
         if isinstance(node.this, exp.Func) and _name(node.this) in FUNCTION_FAMILIES["generator"]:
-            self.sources[node.alias.lower()] = None  # numbers made of checked expressions: no data read
+            # numbers made of checked expressions: no data read; its column is named after it or its alias
+            self.derived(node.alias, node.args.get("alias"), [node.alias, _name(node.this)])
             return None
         if not isinstance(node.this, exp.Identifier):
             raise _Refused(f"the query reads from {node.this.sql()[:80]}, a table function; only tables of "
@@ -283,7 +297,7 @@ class _Checker:
             return self.own
         if name in self.tables or name in self.allowed:
             return name
-        raise _Refused(f"the query reads {'.'.join(parts)!r}, which is not an object of this contract on this "
+        raise _Undeclared(f"the query reads {'.'.join(parts)!r}, which is not an object of this contract on this "
                        "server")
 
     def refusal(self) -> str | None:
@@ -304,6 +318,7 @@ class _Checker:
             for column in self.root.find_all(exp.Column):  # then the names, once every source is known
                 self.check_column(column)
         except _Refused as why:
+            self.undeclared = isinstance(why, _Undeclared)
             return str(why)
         return None
 
@@ -323,7 +338,9 @@ class _Checker:
                 raise _Refused(f"the query casts to {node.to.sql()}, which is not a plain value type")
         elif not isinstance(node, nodes):
             raise _Refused(f"the query holds {node.key.upper()} ({node.sql()[:60]!r}), which a rule may not use")
-        elif isinstance(node, exp.Var) and not isinstance(parent, (exp.Interval, exp.DataType, exp.DataTypeParam)):
+        elif isinstance(node, exp.Var) and not (isinstance(parent, (exp.Interval, exp.DataType, exp.DataTypeParam,
+                                                                   exp.TableSample, exp.Extract))
+                                                or parent.args.get("unit") is node):  # a unit: DATEADD(day, …)
             raise _Refused(f"the query holds the bare word {node.name!r}")
 
     def check_column(self, node: Any) -> None:
@@ -348,10 +365,9 @@ class _Checker:
             if qualifier not in self.sources:
                 raise _Refused(f"the query names {node.sql()!r}, but reads no table {node.table!r}")
             table = self.sources[qualifier]
-            known = (self.tables.get(table, {}) if table is not None else
-                     set(self.defined).union(*(self.tables[t] for t in self.read)))
+            known = self.tables.get(table, {}) if table is not None else self.outputs.get(qualifier, set())
             if name not in known:
-                raise _Refused(f"the query names {node.sql()!r}, and {node.name!r} is not a declared column of "
+                raise _Undeclared(f"the query names {node.sql()!r}, and {node.name!r} is not a declared column of "
                                f"{node.table!r} (a function called in attribute notation?)")
             classified = self.tables[table].get(name, False) if table is not None else self.any_classified(name)
         else:
@@ -359,7 +375,7 @@ class _Checker:
             if not declared and name not in self.defined:
                 if name in self.sources:
                     raise _Refused(f"the query uses the table {node.name!r} as a value (a whole row)")
-                raise _Refused(f"the query names {node.name!r}, which is not a declared column of a table it reads")
+                raise _Undeclared(f"the query names {node.name!r}, which is not a declared column of a table it reads")
             classified = self.any_classified(name)
         if classified and not self.counted_only(node):
             shown = self.column if node.name.lower() == _PROPERTY else node.name
