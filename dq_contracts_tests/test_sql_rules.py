@@ -198,6 +198,13 @@ def run(warehouse: Warehouse, plan, obj_name: str = "orders", **kwargs) -> dict:
     return {r.name: r for r in run_object(plan, obj, warehouse.engine, schema=warehouse.schema, **kwargs)}
 
 
+def without_refusals(plan):
+    """The plan as if every refusal made when it was compiled were lost."""
+    return dataclasses.replace(plan, objects=tuple(
+        dataclasses.replace(o, checks=tuple(dataclasses.replace(c, params=dataclasses.replace(c.params, refusal=None))
+                                            for c in o.checks)) for o in plan.objects))
+
+
 @pytest.fixture(scope="module")
 def attacked(warehouse):
     """Every attack of the table in one contract, loaded and run once on this warehouse."""
@@ -207,10 +214,7 @@ def attacked(warehouse):
     plan = loaded.plans[0]
     results = run(warehouse, plan)
     # and once more with every refusal of the plan lost: the judge where it runs refuses again
-    lost = dataclasses.replace(plan, objects=tuple(
-        dataclasses.replace(o, checks=tuple(dataclasses.replace(c, params=dataclasses.replace(c.params, refusal=None))
-                                            for c in o.checks)) for o in plan.objects))
-    unguarded = run(warehouse, lost)
+    unguarded = run(warehouse, without_refusals(plan))
     return loaded, plan, results, unguarded, before, warehouse.rows()
 
 
@@ -312,11 +316,7 @@ def test_with_the_read_only_transaction_off_the_judge_stops_a_write(warehouse, m
     monkeypatch.setattr(runner, "_begin", lambda engine, timeout: engine.connect())  # a plain transaction
     before = warehouse.rows()
     loaded = load(warehouse.folder, contract([("write", query, 0)], warehouse.server), "write.odcs.yaml")
-    check = loaded.plans[0].object("orders").checks
-    lost = dataclasses.replace(loaded.plans[0], objects=tuple(
-        dataclasses.replace(o, checks=tuple(dataclasses.replace(c, params=dataclasses.replace(c.params, refusal=None))
-                                            for c in o.checks)) for o in loaded.plans[0].objects))
-    assert any(c.params.get("refusal") for c in check)  # refused when compiled
-    result = run(warehouse, lost, selected=["write"])["write"]  # and where it would run
+    assert any(c.params.get("refusal") for c in loaded.plans[0].object("orders").checks)  # refused when compiled
+    result = run(warehouse, without_refusals(loaded.plans[0]), selected=["write"])["write"]  # and where it runs
     assert not result.passed and (result.error or "").startswith("not run:"), result.error
     assert warehouse.rows() == before
