@@ -355,7 +355,7 @@ class _Checker:
                                                         exp.Not, exp.Filter)):
                 raise _Refused("{partition} stands for a condition: use it as one (WHERE … AND {partition})")
             return
-        if name in (_OBJECT,):
+        if name == _OBJECT:
             raise _Refused("{object} stands for a table and is used as a value")
         if name == _PROPERTY:
             name = self.column.lower()
