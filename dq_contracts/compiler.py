@@ -35,7 +35,7 @@ from dq_contracts.plans import (
     SchedulePlan,
 )
 from dq_contracts.problems import Problem
-from dq_contracts.sqlrules import judge_sql_rule
+from dq_contracts.sqlrules import judge_sql_rule, sqlglot_dialect
 from dq_contracts.validate import ValidatedContract
 
 # --- closed sets ----------------------------------------------------------------------------------
@@ -582,8 +582,9 @@ def _sql(c: Clause) -> Outcome:
         return c.skip("not_comparable", conditions)
     if not conditions:
         return c.skip("not_comparable", "a SQL rule needs an operator")
+    tables = c.contract.rule_tables()
     verdict = judge_sql_rule(str(rule.get("query") or ""), dialect=c.contract.dialect,
-                             table=c.contract.table_of(c.obj), column=c.column)
+                             own=str(c.obj.get("physicalName") or c.obj.get("name")), column=c.column, tables=tables)
     threshold = " and ".join(x.describe() for x in conditions)
     refusal = None
     if verdict.unresolved:
@@ -592,10 +593,13 @@ def _sql(c: Clause) -> Outcome:
     elif verdict.refusal:
         refusal = f"SQL rule refused: {verdict.refusal}"
     if refusal:
+        # a table or column the contract does not declare: a warning, as for the other clauses that cannot
+        # run as written in a document the official schema accepts; the check fails all the same
         return c.fails("sql", "sql", f"{c.where()} SQL rule result {threshold}", refusal, c.parts + ["query"],
-                       rule=rule, conditions=conditions, params={"query": rule.get("query")})
+                       "warning" if verdict.undeclared else "error", rule=rule, conditions=conditions,
+                       params={"query": rule.get("query"), "tables": tables})
     return c.check("sql", "sql", f"{c.where()} SQL rule result {threshold}", rule=rule,
-                   conditions=conditions, params={"query": rule.get("query")})
+                   conditions=conditions, params={"query": rule.get("query"), "tables": tables})
 
 
 def _text(c: Clause) -> Outcome:
@@ -881,9 +885,9 @@ class _Compiling:
         server_type = engine_type(sql_servers[0]) if sql_servers else None
         self.server = (server_identity(sql_servers[0], os.path.dirname(os.path.abspath(validated.file)))
                        if sql_servers else None)
-        self.dialect = {"postgresql": "postgres", "sqlserver": "tsql", "cloudsql": "postgres"}.get(
-            server_type or "", server_type)
+        self.dialect = sqlglot_dialect(server_type)
         self._dagster_names: dict[str, str] = {}
+        self._rule_tables: dict[str, dict[str, bool]] | None = None
         self._places: dict[tuple, tuple[str, int | None, int | None, str, Any]] = {}
 
     def problem(self, parts: list, message: str, severity: str = "error", scope: str = "contract") -> None:
@@ -931,11 +935,18 @@ class _Compiling:
             name = self._dagster_names[text] = dagster_name(text)
         return name
 
-    def table_of(self, obj: dict) -> str:
-        """The table as a SQL rule's `{object}` reads when judged: each part quoted (ANSI), as the
-        runner quotes it for the server's own dialect."""
-        name = str(obj.get("physicalName") or obj.get("name"))
-        return ".".join('"' + part.replace('"', '""') + '"' for part in name.split("."))
+    def rule_tables(self) -> dict[str, dict[str, bool]]:
+        """What a SQL rule of this contract may read: its objects (by physical name) with their declared
+        physical columns, each marked classified or not."""
+        if self._rule_tables is None:
+            self._rule_tables = {
+                str(obj.get("physicalName") or name): {
+                    str(p.get("physicalName") or p.get("name")):
+                        str(p.get("classification") or "").strip().lower() in CLASSIFIED
+                    for p in obj.get("properties") or []
+                    if isinstance(p, dict) and (p.get("physicalName") or p.get("name"))}
+                for name, obj in self.object_by_name.items()}
+        return self._rule_tables
 
     def resolve_column(self, ref: str, default_object: str | None = None) -> tuple[str, str] | None:
         """`object.column`, or `column` of `default_object`, or `schema/<id>/properties/<id>`."""
@@ -1276,7 +1287,9 @@ def _unique_names(checks: list[CheckPlan], names: UniqueNames | None = None) -> 
         name = check.name
         if counts[name] > 1:
             digest = hashlib.sha1(json.dumps(
-                [check.kind, check.property, dict(check.params), [(c.operator, c.value) for c in check.conditions]],
+                # not a SQL rule's `tables`: a name must not change when another object joins the contract
+                [check.kind, check.property, {k: v for k, v in check.params.items() if k != "tables"},
+                 [(c.operator, c.value) for c in check.conditions]],
                 sort_keys=True, default=str).encode()).hexdigest()[:6]
             name = f"{name}_{digest}"
         name = names.take(name)

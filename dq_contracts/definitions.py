@@ -35,6 +35,7 @@ from dq_contracts.sql import table_for
 from dq_contracts.specs import ObjectSpecs, build_contract_specs, cron_refusal
 from dq_contracts.translator import (DqContractsTranslator, clause_text, dimension_columns, partition_column,
                                      tag_value)
+from dq_contracts.wording import code_block
 
 log = logging.getLogger("dq_contracts")
 
@@ -112,7 +113,7 @@ def check_result_of(result: CheckResult, spec: dg.AssetCheckSpec, plan: Contract
     if result.error:
         metadata["dq_contracts/error"] = dg.MetadataValue.text(result.error)
     if result.sql:
-        metadata["dq_contracts/sql"] = dg.MetadataValue.md(f"```sql\n{result.sql}\n```")
+        metadata["dq_contracts/sql"] = dg.MetadataValue.md(code_block(result.sql))
     if result.samples:
         metadata["dq_contracts/samples"] = dg.MetadataValue.json(result.samples)
     observed_schema = (result.details or {}).get("observed_columns")

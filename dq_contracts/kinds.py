@@ -29,7 +29,8 @@ from dq_contracts.sql import (
     table_for,
 )
 from dq_contracts.schema_check import MissingTable, differences
-from dq_contracts.sqlrules import judge_sql_rule, may_show_values, substitute
+from dq_contracts.sqlrules import judge_sql_rule
+from dq_contracts.sqlrules import render as render_rule
 
 # A newest value up to this far ahead of the clock is clock skew between hosts, not bad data.
 FUTURE_TOLERANCE_SECONDS = 300
@@ -143,11 +144,8 @@ def judge_scalar(check: CheckPlan, value: Any, rows: int | None, scope: Scope) -
     if isinstance(value, bool):
         value = int(value)
     observed = value if isinstance(value, int) else float(value)
-    classified = {c.physical_name for c in scope.obj.columns if c.classified}
-    if classified and may_show_values(substitute(str(check.params["query"]), "t", check.params.get("column"))[0],
-                                      SQLGLOT_DIALECTS.get(scope.dialect), classified):
-        return Verdict(check.passes(observed), None, details={
-            "observed_withheld": "the rule reads a classified column and its result may be one of its values"})
+    # a rule reading a classified column was judged to use it only as COUNT(c), COUNT(DISTINCT c) or
+    # c IS [NOT] NULL (sqlrules): its value is a count, never one of the column's values
     return Verdict(check.passes(observed), observed)
 
 
@@ -365,11 +363,10 @@ LAST_SQL = "dq_contracts_last_sql"  # connection.info key: the SQL a kind ran, s
 
 
 def readable(statement: Any, engine: sa.Engine) -> str:
-    """A statement's SQL for people to read: values rendered, a SQL rule's text as written (its
-    `{partition}` values rendered too)."""
-    if isinstance(statement, sa.TextClause) and not statement.compile().params:  # no value bound to it
-        return statement.text
-    return render(statement, engine)
+    """A statement's SQL for people to read: values rendered; a SQL rule's as its checked tree
+    rendered (its `{partition}` values as literals)."""
+    shown = getattr(statement, "dq_shown", None)
+    return shown if shown is not None else render(statement, engine)
 
 
 def execute(connection: sa.Connection, statement: Any) -> sa.CursorResult:
@@ -403,26 +400,31 @@ def _orphan_rows(check: CheckPlan, scope: Scope) -> sa.Select:
     return sa.select(*source.c).where(orphaned.whereclause)
 
 
-SQLGLOT_DIALECTS = {"postgresql": "postgres", "duckdb": "duckdb", "sqlite": "sqlite", "mysql": "mysql"}
+def rule_tables(check: CheckPlan, obj: ObjectPlan) -> dict[str, dict[str, bool]]:
+    """What a SQL rule may read: the contract's objects on its server as compiled (`params["tables"]`),
+    the rule's own object as the plan has it now (its classification may come from other contracts)."""
+    tables = {name: dict(columns) for name, columns in (check.params.get("tables") or {}).items()}
+    tables[obj.physical_name] = {c.physical_name: c.classified for c in obj.columns}
+    return tables
 
 
 def _rule_statement(check: CheckPlan, scope: Scope) -> sa.TextClause:
-    """A contract's raw SELECT with this server's quoting, judged read-only again."""
+    """A contract's SELECT, judged again as a tree in this server's dialect and run as that tree
+    rendered: names quoted as nodes, `{partition}` a predicate of bound, typed values."""
     if scope.files is not None:
         raise Unmeasurable("SQL rules are not run on file servers: `{object}` has no table name to stand for")
-    quote = scope.preparer.quote
-    qualified = ".".join(quote(p) for p in qualified_parts(scope.obj.physical_name, scope.schema))
-    column = quote(check.params["column"]) if check.params.get("column") else None
-    verdict = judge_sql_rule(str(check.params["query"]), dialect=SQLGLOT_DIALECTS.get(scope.dialect),
-                             table=qualified, column=column)
+    verdict = judge_sql_rule(str(check.params["query"]), dialect=scope.dialect, own=scope.obj.physical_name,
+                             column=check.params.get("column"), tables=rule_tables(check, scope.obj))
     if verdict.refusal or verdict.unresolved:
         raise Unmeasurable(f"not run: {verdict.refusal or ', '.join(verdict.unresolved)}")
-    if scope.partition is None or "{partition}" not in str(check.params["query"]):
-        return sa.text(verdict.sql)
-    # judged with `{partition}` always true; run with the partition's filter, its values bound
-    condition, values = partition_condition(scope.partition, scope.preparer.dialect)
-    sql, _ = substitute(str(check.params["query"]), qualified, column, partition=f"({condition})")
-    return sa.text(sql).bindparams(**values)
+    partition = None
+    if scope.partition is not None and verdict.partitioned:
+        partition = partition_condition(scope.partition, scope.preparer.dialect)
+    rendered = render_rule(verdict, lambda name: qualified_parts(name, scope.schema), partition)
+    statement = sa.text(rendered.sql).bindparams(*(sa.bindparam(name, value, type_=rendered.types.get(name))
+                                                   for name, value in rendered.values.items()))
+    statement.dq_shown = rendered.shown  # what people read: the same tree, values as literals
+    return statement
 
 
 def _sql_rule(check: CheckPlan, scope: Scope, connection: sa.Connection) -> Any:

@@ -149,6 +149,8 @@ class RelationshipParams(Params):
 @dataclass(frozen=True)
 class SqlParams(Params):
     query: str = ""
+    # what the rule may read: the contract's objects on its server, {physical table: {column: classified}}
+    tables: dict[str, dict[str, bool]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

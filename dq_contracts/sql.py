@@ -90,12 +90,18 @@ def restricted(table: Any, columns: list[str], partition: Any, name: str) -> Any
     return sa.select(*selected).where(partition_filter(table.c.__getitem__, partition)).subquery(quoted(name))
 
 
-def partition_condition(partition: Any, dialect: Any) -> tuple[str, dict[str, Any]]:
-    """A SQL rule's `{partition}`: the same filter, compiled by the server's dialect with named
-    parameters (`:dq_partition_start`), and the values to bind to them."""
-    compiled = partition_filter(lambda name: sa.column(quoted(name)), partition).compile(
-        dialect=type(dialect)(paramstyle="named"))
-    return str(compiled), dict(compiled.params)
+def partition_condition(partition: Any, dialect: Any) -> tuple[str, str, dict[str, Any], dict[str, Any]]:
+    """A SQL rule's `{partition}`: the same filter compiled by the server's dialect with named
+    parameters (`:dq_partition_start`), the same with its values as literals (for people), and the
+    values and types to bind to the parameters."""
+    condition = partition_filter(lambda name: sa.column(quoted(name)), partition)
+    compiled = condition.compile(dialect=type(dialect)(paramstyle="named"))
+    try:
+        shown = str(condition.compile(dialect=dialect, compile_kwargs={"literal_binds": True}))
+    except Exception:  # a type that cannot render literally: people read the parameters' names
+        shown = str(compiled)
+    return (str(compiled), shown, dict(compiled.params),
+            {name: bind.type for name, bind in compiled.binds.items()})
 
 
 def regex_match(column: ColumnElement, pattern: str, dialect: str) -> ColumnElement:

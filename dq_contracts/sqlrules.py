@@ -1,34 +1,66 @@
-"""Judge a contract's raw SQL rule before anything runs it.
+"""Judge a contract's raw SQL rule as a syntax tree, and render the SQL that runs from that tree.
 
-A `type: sql` rule is the only SQL text that does not come from SQLAlchemy expressions. It is
-parsed with sqlglot in the server's dialect and accepted only as exactly one read-only query
-(a SELECT or a set operation of SELECTs) with no data-changing node anywhere in its tree, not
-even inside a CTE. Queries also run inside a read-only transaction: this is the first of two locks.
+A `type: sql` rule is the only SQL text that does not come from SQLAlchemy expressions. Its
+placeholders (`{object}`, `{property}`, `{partition}`) are replaced by reserved names before it is
+parsed, so they stand in the tree as names, never as pasted text. The query is parsed with sqlglot in
+the server's dialect, every node of the tree is checked, and what runs is the checked tree rendered
+again (comments gone, placeholders as quoted names built as nodes, partition values as bound
+parameters). The read-only transaction the runner opens is the second, independent lock.
+
+The rules, each holding for any input:
+
+| rule                 | holds because                                                                   |
+|----------------------|---------------------------------------------------------------------------------|
+| one read             | one statement whose root is a SELECT, a set operation or a parenthesised SELECT  |
+| node types           | every node's type is on `ALLOWED_NODES`; any other type (writes, locks, SET,     |
+|                      | PRAGMA, COPY, ATTACH, attribute notation `(t).f`, custom operators, `@@`…) is    |
+|                      | refused, whatever sqlglot calls it                                              |
+| functions            | every call (`exp.Func`) is named on `ALLOWED_FUNCTIONS`; no function is a table  |
+|                      | source (`FROM f(…)`)                                                            |
+| casts                | a cast's target type is on `ALLOWED_TYPES` (no `regclass`, `regproc`, `xml`…)     |
+| tables               | a table is a CTE of the query, the contract's own object, another object of the  |
+|                      | contract on that server, or a name the operator allowed; nothing else (no other  |
+|                      | schema, catalog, file or table function)                                        |
+| columns              | a column is a declared column of a table the query reads, or a name the query    |
+|                      | defines (an alias, a CTE's column); `t.f` with `f` not a column of `t` is refused |
+|                      | (PostgreSQL's attribute notation for calling `f(t)`), so is a table used as a    |
+|                      | value (`to_json(t)`, `t::text`)                                                  |
+| whole rows           | `*` only as `COUNT(*)`; `t.*`, `ROW(t.*)`, `SELECT *` are refused                 |
+| classified columns   | only `COUNT(c)`, `COUNT(DISTINCT c)`, `c IS [NOT] NULL`: forms whose result      |
+|                      | cannot return or encode a value                                                 |
+| placeholders         | a placeholder stands alone as a name: inside a string (any quoting), a quoted    |
+|                      | name or a comment it is refused; the reserved prefix may not appear in a query   |
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping
 
 _PLACEHOLDER = re.compile(r"\$?\{([A-Za-z_][A-Za-z0-9_]*)\}")
 TABLE_PLACEHOLDERS = {"object", "table", "model"}
 COLUMN_PLACEHOLDERS = {"property", "column", "field"}
+PARTITION_PLACEHOLDER = "partition"  # `{partition}`: the rows of the partition checked; TRUE for the whole table
+RESERVED = "dq_placeholder_"  # the names placeholders and bound values take in the tree: never in a query
+_OBJECT, _PROPERTY, _PARTITION = RESERVED + "object", RESERVED + "property", RESERVED + "partition"
 
-_WRITE_NODES = ("Insert", "Update", "Delete", "Merge", "Create", "Drop", "Alter", "Command", "Into", "Copy",
-                "TruncateTable", "Transaction", "Commit", "Rollback", "Set", "Grant", "Revoke", "Use", "Pragma",
-                "Analyze", "Refresh", "LoadData", "Attach", "Detach", "Install", "Lock")
+# One table from a server's type (ODCS) or an engine's dialect name (SQLAlchemy) to sqlglot's dialect.
+SQLGLOT_DIALECTS = {
+    "postgresql": "postgres", "postgres": "postgres", "cloudsql": "postgres", "redshift": "redshift",
+    "duckdb": "duckdb", "sqlite": "sqlite", "mysql": "mysql", "mariadb": "mysql", "sqlserver": "tsql",
+    "mssql": "tsql", "snowflake": "snowflake", "bigquery": "bigquery", "databricks": "databricks",
+    "spark": "spark", "trino": "trino", "presto": "presto", "oracle": "oracle", "clickhouse": "clickhouse",
+}
 
 
-@functools.cache
-def _writes() -> tuple[type, ...]:
-    """sqlglot's data-changing node types. sqlglot is imported on the first SQL rule judged, not with
-    the package: it costs a tenth of a second or more of every process's start-up, and most
-    contracts hold no SQL rule."""
-    from sqlglot import exp
+def sqlglot_dialect(name: str | None) -> str | None:
+    """sqlglot's dialect for a server type or an engine's dialect name; None (generic SQL) when unknown."""
+    return SQLGLOT_DIALECTS.get((name or "").lower())
 
-    return tuple(getattr(exp, name) for name in _WRITE_NODES if hasattr(exp, name))
+
 # The allow-list: the function families a data-quality rule needs, all read-only and local to the
 # rows they are given. Anything else is refused: functions that run SQL given as text
 # (query_to_xml, query), touch files or the network (read_csv, pg_read_file, dblink), the session
@@ -73,97 +105,368 @@ FUNCTION_FAMILIES: dict[str, set[str]] = {
                        "cardinality"},
 }
 ALLOWED_FUNCTIONS = set().union(*FUNCTION_FAMILIES.values())
-# a table reference that names a file: DuckDB reads it (a replacement scan) when no such table exists
-_FILE_LIKE = re.compile(r"[/\\:]|\.(csv|tsv|txt|parquet|json|jsonl|ndjson|gz|zst|xlsx?|arrow|avro)$", re.I)
+
+# Every node type (other than calls, judged by name above) a rule's tree may hold: the shapes of a
+# read, its predicates and arithmetic. A type not listed is refused, whatever it is.
+ALLOWED_NODES = (
+    "Select", "Union", "Intersect", "Except", "Subquery", "With", "CTE", "TableAlias", "From", "Join", "Where",
+    "Group", "Having", "Qualify", "Order", "Ordered", "Limit", "Offset", "Fetch", "Distinct", "Alias", "Column",
+    "Identifier", "Table", "Star", "Literal", "RawString", "UnicodeString", "ByteString", "National", "HexString",
+    "BitString", "Null", "Boolean", "Paren", "Neg", "Not", "And", "Or", "Xor",
+    "EQ", "NEQ", "GT", "GTE", "LT", "LTE", "NullSafeEQ", "NullSafeNEQ", "Is", "In", "Between", "Like", "ILike",
+    "Escape", "Add", "Sub", "Mul", "Div", "Mod", "IntDiv", "DPipe", "Case", "DataType", "DataTypeParam", "Interval",
+    "Var", "TableSample", "Window", "WindowSpec", "Filter", "Exists", "Any", "All", "Tuple",
+)
+# Cast targets: plain value types. Not the types whose input function looks names up or parses
+# documents (regclass, regproc, xml, json paths…), nor user-defined ones.
+ALLOWED_TYPES = (
+    "BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINT", "UBIGINT",
+    "FLOAT", "DOUBLE", "DECIMAL", "BIGDECIMAL", "MONEY", "CHAR", "NCHAR", "VARCHAR", "NVARCHAR", "TEXT", "NAME",
+    "DATE", "TIME", "TIMETZ", "TIMESTAMP", "TIMESTAMPTZ", "TIMESTAMPLTZ", "TIMESTAMP_S", "TIMESTAMP_MS",
+    "TIMESTAMP_NS", "DATETIME", "INTERVAL", "UUID",
+)
+CLASSIFIED_FORMS = "COUNT(c), COUNT(DISTINCT c) and c IS [NOT] NULL"
+
+
+@functools.cache
+def _node_types() -> tuple[tuple[type, ...], frozenset]:
+    """sqlglot's node classes of the allow-list and its cast types. sqlglot is imported on the first
+    SQL rule judged, not with the package: it costs a tenth of a second or more of every process's
+    start-up, and most contracts hold no SQL rule."""
+    from sqlglot import exp
+
+    nodes = tuple(getattr(exp, name) for name in ALLOWED_NODES if hasattr(exp, name))
+    types = frozenset(getattr(exp.DataType.Type, name) for name in ALLOWED_TYPES if hasattr(exp.DataType.Type, name))
+    return nodes, types
+
+
+Tables = Mapping[str, Mapping[str, bool]]  # physical table name -> {physical column: classified}
 
 
 @dataclass(frozen=True)
 class SqlVerdict:
-    sql: str  # the query with placeholders substituted
+    tree: Any = None  # the checked sqlglot tree, placeholders still reserved names; None when refused
     refusal: str | None = None
     unresolved: tuple[str, ...] = field(default_factory=tuple)
+    dialect: str | None = None
+    own: str = ""  # the physical name `{object}` stands for
+    column: str | None = None  # the physical column `{property}` stands for
+    partitioned: bool = False  # whether the query holds `{partition}`
+    undeclared: bool = False  # refused for a table or column the contract does not declare
+    names: dict[str, str] = field(default_factory=dict)  # each readable table's name in lower case -> as declared
 
 
-# `{partition}`: the rows of the partition being checked; true when the whole table is (and when judged)
-PARTITION_PLACEHOLDER = "partition"
-WHOLE_TABLE = "(1 = 1)"
-
-
-def substitute(query: str, table: str | None, column: str | None,
-               partition: str = WHOLE_TABLE) -> tuple[str, tuple[str, ...]]:
+def judge_sql_rule(query: str, *, dialect: str | None, own: str, column: str | None, tables: Tables,
+                   allowed_tables: Iterable[str] = ()) -> SqlVerdict:
+    """The verdict on a rule of the object `own` (its `{property}` is `column`): `tables` are the
+    contract's objects on that server with their declared columns (the rule's own object among them),
+    `allowed_tables` further names the operator allows. Refused: `refusal` says why."""
+    dialect = sqlglot_dialect(dialect) or dialect
+    found: dict[str, str] = {}
     unresolved: list[str] = []
+    partitioned = False
 
     def replace(match: re.Match) -> str:
+        nonlocal partitioned
         name = match.group(1)
-        if name == PARTITION_PLACEHOLDER and match.group(0).startswith("{"):
-            return partition
-        if name in TABLE_PLACEHOLDERS and table is not None:
-            return table
+        if name == PARTITION_PLACEHOLDER:
+            partitioned = True
+            return _PARTITION
+        if name in TABLE_PLACEHOLDERS:
+            return _OBJECT
         if name in COLUMN_PLACEHOLDERS and column is not None:
-            return column
+            return _PROPERTY
         unresolved.append(match.group(0))
         return match.group(0)
 
-    return _PLACEHOLDER.sub(replace, query), tuple(dict.fromkeys(unresolved))
+    def refused(why: str) -> SqlVerdict:
+        return SqlVerdict(None, why, dialect=dialect, own=own, column=column, partitioned=partitioned)
 
-
-def judge_sql_rule(query: str, *, dialect: str | None, table: str | None, column: str | None) -> SqlVerdict:
-    sql, unresolved = substitute(query, table, column)
+    query = str(query or "")
+    if not query.strip():
+        return refused("the query is empty")
+    if RESERVED in query.lower():
+        return refused(f"the query holds {RESERVED!r}, a prefix reserved for placeholders")
+    text = _PLACEHOLDER.sub(replace, query)
     if unresolved:
-        return SqlVerdict(sql, None, unresolved)
-    return SqlVerdict(sql, read_only_refusal(sql, dialect))
+        return SqlVerdict(None, None, tuple(dict.fromkeys(unresolved)), dialect, own, column, partitioned)
+    try:
+        root = _parsed(text, dialect)
+    except _Refused as why:
+        return refused(str(why))
+    lowered = {name.lower(): {c.lower(): bool(k) for c, k in cols.items()} for name, cols in tables.items()}
+    lowered.setdefault(own.lower(), {})
+    if column is not None:
+        lowered[own.lower()].setdefault(column.lower(), False)
+    checker = _Checker(root, own.lower(), column, lowered, {t.lower() for t in allowed_tables})
+    why = checker.refusal()
+    if why:
+        return dataclasses.replace(refused(why), undeclared=checker.undeclared)
+    names = {name.lower(): name for name in [*allowed_tables, *tables, own]}
+    return SqlVerdict(root, None, (), dialect, own, column, partitioned, names)
 
 
-def read_only_refusal(sql: str, dialect: str | None) -> str | None:
-    """None when `sql` is one read-only query; otherwise why it is refused."""
-    if not sql.strip():
-        return "the query is empty"
+class _Refused(Exception):
+    pass
+
+
+class _Undeclared(_Refused):
+    """A name the contract does not declare: a clause that cannot run as written (a warning where
+    the official schema accepts the document), refused all the same."""
+
+
+def _parsed(text: str, dialect: str | None) -> Any:
+    """The one statement of `text`, its placeholders standing alone as names; else _Refused."""
     import sqlglot
     from sqlglot import exp
+    from sqlglot.tokens import TokenType
 
-    writes = _writes()
     try:
-        statements = [s for s in sqlglot.parse(sql, read=dialect or None) if s is not None]
+        tokens = sqlglot.tokenize(text, read=dialect or None)
+        statements = [s for s in sqlglot.parse(text, read=dialect or None) if s is not None]
     except sqlglot.errors.SqlglotError as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return f"the query does not parse as {dialect or 'SQL'}: {first[:200]}"
+        raise _Refused(f"the query does not parse as {dialect or 'SQL'}: {first[:200]}") from None
     except Exception as exc:  # sqlglot raises a few non-SqlglotError types on odd input
-        return f"the query does not parse: {type(exc).__name__}"
+        raise _Refused(f"the query does not parse: {type(exc).__name__}") from None
+    for token in tokens:
+        if any(RESERVED in c.lower() for c in token.comments):
+            raise _Refused("a placeholder stands inside a comment; it may stand only for a name")
+        if RESERVED in token.text.lower() and (token.token_type != TokenType.VAR or token.text.lower() not in
+                                               (_OBJECT, _PROPERTY, _PARTITION)):
+            raise _Refused("a placeholder stands inside a string or a quoted name; it may stand only for a "
+                           "name, unquoted")
     if len(statements) != 1:
-        return f"the query holds {len(statements)} statements; one SELECT is allowed"
+        raise _Refused(f"the query holds {len(statements)} statements; one SELECT is allowed")
     root = statements[0]
     if not isinstance(root, (exp.Select, exp.Union, exp.Intersect, exp.Except, exp.Subquery)):
-        kind = root.key.upper()
         if isinstance(root, exp.Column):  # sqlglot reads bare words as a column
-            return "the query is not SQL (plain text?); one SELECT is allowed"
-        return f"the query is {'an' if kind[0] in 'AEIOU' else 'a'} {kind}, not a SELECT"
-    for node in root.walk():
-        if isinstance(node, writes):
-            return f"the query contains {node.key.upper()}; only reads are allowed"
-        if isinstance(node, exp.Lock):
-            return "the query locks rows (FOR UPDATE/SHARE); only plain reads are allowed"
-        if isinstance(node, exp.Func):
-            name = (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
-            if name not in ALLOWED_FUNCTIONS:
-                return (f"the query calls {name}(), which is not on the allow-list of read-only functions "
-                        f"({', '.join(FUNCTION_FAMILIES)})")
-        if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier) and _FILE_LIKE.search(node.name):
-            return f"the query reads {node.name!r}, which names a file, not a table of the server"
-    return None
+            raise _Refused("the query is not SQL (plain text?); one SELECT is allowed")
+        kind = root.key.upper()
+        raise _Refused(f"the query is {'an' if kind[0] in 'AEIOU' else 'a'} {kind}, not a SELECT")
+    return root
 
 
-def may_show_values(sql: str, dialect: str | None, columns: set[str]) -> bool:
-    """Whether a rule's result could be a value of one of `columns` (not only a count of rows): it
-    names one of them and its result is anything but COUNT(...). Unparseable: assume it could."""
-    import sqlglot
+def _name(call: Any) -> str:
     from sqlglot import exp
 
-    try:
-        root = sqlglot.parse_one(sql, read=dialect or None)
-    except Exception:
-        return True
-    named = {c.name.lower() for c in root.find_all(exp.Column)}
-    if not named & {c.lower() for c in columns}:
-        return False
-    outputs = root.expressions if isinstance(root, exp.Select) else []
-    return not (len(outputs) == 1 and isinstance(outputs[0].unalias(), exp.Count))
+    return (call.name if isinstance(call, exp.Anonymous) else call.sql_name()).lower()
+
+
+class _Checker:
+    """Every node of one tree against the rules of the module's table."""
+
+    def __init__(self, root: Any, own: str, column: str | None, tables: dict[str, dict[str, bool]],
+                 allowed: set[str]):
+        from sqlglot import exp
+
+        self.exp, self.root, self.own, self.column = exp, root, own, column
+        self.tables, self.allowed = tables, allowed
+        self.ctes = {cte.alias_or_name.lower() for cte in root.find_all(exp.CTE)}
+        # the names the query itself defines: output aliases, CTE and derived-table column lists
+        self.defined = {a.alias.lower() for a in root.find_all(exp.Alias) if a.alias}
+        self.defined |= {c.name.lower() for t in root.find_all(exp.TableAlias) for c in t.columns}
+        self.sources: dict[str, str | None] = {}  # a name or alias a column may be qualified by -> its table
+        self.outputs: dict[str, set[str]] = {}  # a derived table (subquery, CTE, generator) -> its column names
+        for derived in [*root.find_all(exp.Subquery), *root.find_all(exp.CTE)]:
+            if derived.alias:
+                self.derived(derived.alias, derived.args.get("alias"), getattr(derived.this, "named_selects", []))
+        self.read: set[str] = set()  # the contract tables the query reads
+        self.undeclared = False
+
+    def derived(self, name: str, alias: Any, columns: list[str]) -> None:
+        named = [c.name for c in alias.columns] if alias is not None else []
+        self.sources[name.lower()] = None
+        self.outputs.setdefault(name.lower(), set()).update(c.lower() for c in [*columns, *named] if c)
+
+    def table_of(self, node: Any) -> str | None:
+        """The contract table a table node reads, or None for a CTE; _Refused for anything else."""
+        exp = self.exp
+        if isinstance(node.this, exp.Func) and _name(node.this) in FUNCTION_FAMILIES["generator"]:
+            # numbers made of checked expressions: no data read; its column is named after it or its alias
+            self.derived(node.alias, node.args.get("alias"), [node.alias, _name(node.this)])
+            return None
+        if not isinstance(node.this, exp.Identifier):
+            raise _Refused(f"the query reads from {node.this.sql()[:80]}, a table function; only tables of "
+                           "the contract may be read")
+        parts = [p.name for p in (node.args.get("catalog"), node.args.get("db"), node.this) if p is not None]
+        name = ".".join(parts).lower()
+        if len(parts) == 1 and name in self.ctes:
+            return None
+        if name == _OBJECT:
+            return self.own
+        if name in self.tables or name in self.allowed:
+            return name
+        raise _Undeclared(f"the query reads {'.'.join(parts)!r}, which is not an object of this contract on this "
+                       "server")
+
+    def refusal(self) -> str | None:
+        exp = self.exp
+        try:
+            for node in self.root.walk():  # first the shapes (a write says so, whatever it names)
+                self.check(node)
+            for star in self.root.find_all(exp.Star):
+                if not (isinstance(star.parent, exp.Count) and star.parent.this is star):
+                    raise _Refused("the query reads whole rows (*); only COUNT(*) may use *")
+            for table in self.root.find_all(exp.Table):
+                name = self.table_of(table)
+                if name is not None:
+                    self.read.add(name)
+                    self.sources[(table.alias or table.name).lower()] = name
+                    if table.name.lower() == _OBJECT:
+                        self.sources[self.own.split(".")[-1]] = name
+            for column in self.root.find_all(exp.Column):  # then the names, once every source is known
+                self.check_column(column)
+        except _Refused as why:
+            self.undeclared = isinstance(why, _Undeclared)
+            return str(why)
+        return None
+
+    def check(self, node: Any) -> None:
+        exp = self.exp
+        nodes, types = _node_types()
+        parent = node.parent
+        if isinstance(node, exp.Func):
+            name = _name(node)
+            if name not in ALLOWED_FUNCTIONS:
+                raise _Refused(f"the query calls {name}(), which is not on the allow-list of read-only functions "
+                               f"({', '.join(FUNCTION_FAMILIES)})")
+            if isinstance(parent, (exp.From, exp.Join, exp.Table)) and name not in FUNCTION_FAMILIES["generator"]:
+                raise _Refused(f"the query reads from {name}(), a table function; only tables of the contract "
+                               "may be read")
+            if isinstance(node, (exp.Cast, exp.TryCast)) and node.to.this not in types:
+                raise _Refused(f"the query casts to {node.to.sql()}, which is not a plain value type")
+        elif not isinstance(node, nodes):
+            raise _Refused(f"the query holds {node.key.upper()} ({node.sql()[:60]!r}), which a rule may not use")
+        elif isinstance(node, exp.Var) and not (isinstance(parent, (exp.Interval, exp.DataType, exp.DataTypeParam,
+                                                                   exp.TableSample, exp.Extract))
+                                                or parent.args.get("unit") is node):  # a unit: DATEADD(day, …)
+            raise _Refused(f"the query holds the bare word {node.name!r}")
+
+    def check_column(self, node: Any) -> None:
+        exp = self.exp
+        name, qualifier = node.name.lower(), node.table.lower()
+        if isinstance(node.this, exp.Star):
+            raise _Refused(f"the query reads whole rows ({node.sql()}); only COUNT(*) may use *")
+        if node.args.get("db") is not None or node.args.get("catalog") is not None:
+            raise _Refused(f"the query names {node.sql()!r}; a column is named as column or table.column")
+        if name == _PARTITION:
+            if qualifier or not isinstance(node.parent, (exp.Where, exp.And, exp.Or, exp.Paren, exp.Having, exp.Join,
+                                                        exp.Not, exp.Filter)):
+                raise _Refused("{partition} stands for a condition: use it as one (WHERE … AND {partition})")
+            return
+        if name == _OBJECT:
+            raise _Refused("{object} stands for a table and is used as a value")
+        if name == _PROPERTY:
+            name = self.column.lower()
+        if qualifier == _OBJECT:
+            qualifier = self.own.split(".")[-1]
+        if qualifier:
+            if qualifier not in self.sources:
+                raise _Refused(f"the query names {node.sql()!r}, but reads no table {node.table!r}")
+            table = self.sources[qualifier]
+            known = self.tables.get(table, {}) if table is not None else self.outputs.get(qualifier, set())
+            if name not in known:
+                raise _Undeclared(f"the query names {node.sql()!r}, and {node.name!r} is not a declared column of "
+                               f"{node.table!r} (a function called in attribute notation?)")
+            classified = self.tables[table].get(name, False) if table is not None else self.any_classified(name)
+        else:
+            declared = any(name in self.tables[t] for t in self.read)
+            if not declared and name not in self.defined:
+                if name in self.sources:
+                    raise _Refused(f"the query uses the table {node.name!r} as a value (a whole row)")
+                raise _Undeclared(f"the query names {node.name!r}, which is not a declared column of a table it reads")
+            classified = self.any_classified(name)
+        if classified and not self.counted_only(node):
+            shown = self.column if node.name.lower() == _PROPERTY else node.name
+            raise _Refused(f"the query reads the classified column {shown!r} in a form that could return or encode "
+                           f"its values; only {CLASSIFIED_FORMS} are allowed")
+
+    def any_classified(self, name: str) -> bool:
+        return any(self.tables[t].get(name, False) for t in self.read)
+
+    def counted_only(self, node: Any) -> bool:
+        """Whether a column is used as COUNT(c), COUNT(DISTINCT c) or c IS [NOT] NULL."""
+        exp = self.exp
+        parent = node.parent
+        if isinstance(parent, exp.Distinct) and parent.args.get("expressions") == [node]:
+            node, parent = parent, parent.parent
+        if isinstance(parent, exp.Count) and parent.this is node:
+            return True
+        return isinstance(parent, exp.Is) and parent.this is node and isinstance(parent.expression, exp.Null)
+
+
+# --- the SQL that runs ---------------------------------------------------------------------------
+
+BIND = RESERVED  # partition values bind as :dq_placeholder_<name>
+_TEXT_BIND = re.compile(r"(?<![:\w\\]):(?=\w)")  # where SQLAlchemy's text() would see a bound parameter
+
+
+@dataclass(frozen=True)
+class Rendered:
+    sql: str  # to run through SQLAlchemy's text(): colons not ours escaped, values as :dq_placeholder_<name>
+    shown: str  # for people: the same query, partition values as literals
+    values: dict[str, Any] = field(default_factory=dict)
+    types: dict[str, Any] = field(default_factory=dict)
+
+
+def render(verdict: SqlVerdict, parts_of: Callable[[str], list[str]], partition: tuple[str, str, dict, dict] | None
+           = None) -> Rendered:
+    """The checked tree as SQL of its dialect: each table of the contract as its quoted (and
+    qualified: `parts_of`) name, `{property}` as the quoted column, `{partition}` as the partition's
+    predicate (`partition`: its SQL with :name parameters, the same with literal values, the values,
+    their types) or TRUE. Built as nodes; no text of the contract is pasted."""
+    from sqlglot import exp
+
+    def quoted(name: str) -> Any:
+        return exp.Identifier(this=name, quoted=True)
+
+    def table_node(physical: str, node: Any) -> Any:
+        parts = [quoted(p) for p in parts_of(physical)]
+        table = exp.Table(this=parts[-1], db=parts[-2] if len(parts) > 1 else None,
+                          catalog=parts[-3] if len(parts) > 2 else None)
+        if node.args.get("alias") is not None:
+            table.set("alias", node.args["alias"].copy())
+        return table
+
+    own_parts, names = verdict.own.split("."), verdict.names
+
+    def predicate(sql: str, placeholders: bool) -> Any:
+        import sqlglot
+
+        condition = sqlglot.parse_one(sql, read=verdict.dialect or None)  # SQLAlchemy's own SQL, not the contract's
+        if placeholders:
+            condition = condition.transform(lambda n: exp.Var(this=":" + BIND + n.name)
+                                            if isinstance(n, exp.Placeholder) else n)
+        return exp.Paren(this=condition)
+
+    def transform(node: Any, placeholders: bool) -> Any:
+        if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier):
+            parts = [p.name for p in (node.args.get("catalog"), node.args.get("db"), node.this) if p is not None]
+            name = ".".join(parts)
+            if name.lower() == _OBJECT:
+                return table_node(verdict.own, node)
+            if len(parts) == 1 and name.lower() in ctes:
+                return node
+            return table_node(names.get(name.lower(), name), node)
+        if isinstance(node, exp.Column):
+            if node.name.lower() == _PARTITION:
+                if partition is None:
+                    return exp.true()
+                return predicate(partition[0] if placeholders else partition[1], placeholders)
+            column = quoted(verdict.column) if node.name.lower() == _PROPERTY else node.this
+            table = node.args.get("table")
+            if table is not None and table.name.lower() == _OBJECT:
+                table = quoted(own_parts[-1])
+            return exp.Column(this=column, table=table)
+        return node
+
+    ctes = {cte.alias_or_name.lower() for cte in verdict.tree.find_all(exp.CTE)}
+    dialect = verdict.dialect or None
+    run = verdict.tree.copy().transform(lambda n: transform(n, True)).sql(dialect=dialect, comments=False)
+    shown = verdict.tree.copy().transform(lambda n: transform(n, False)).sql(dialect=dialect, comments=False)
+    ours = {":" + BIND + name for name in (partition[2] if partition else {})}
+    run = _TEXT_BIND.sub(lambda m: ":" if run[m.start():].startswith(tuple(ours)) else "\\:", run)
+    values = {BIND + k: v for k, v in (partition[2] if partition else {}).items()}
+    types = {BIND + k: v for k, v in (partition[3] if partition else {}).items()}
+    return Rendered(run, shown, values, types)

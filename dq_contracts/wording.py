@@ -9,6 +9,7 @@ the column, and a measurement the runner withheld stays withheld.
 from __future__ import annotations
 
 import math
+import re
 from typing import TYPE_CHECKING, Any, Callable
 
 from dq_contracts.plans import CheckPlan, Condition, Params
@@ -216,10 +217,6 @@ def _row_count(check: CheckPlan, result: CheckResult) -> str:
 
 def _sql_rule(check: CheckPlan, result: CheckResult) -> str:
     threshold = check.threshold_text()
-    if "observed_withheld" in result.details:  # the rule reads a classified column
-        met = "meets" if result.passed else "does not meet"
-        return f"SQL rule result withheld (it may be a value of a classified column); it {met} the contract's " \
-               f"{threshold}"
     if result.observed is None:
         return f"SQL rule result not measured; the contract wants {threshold}"
     return f"SQL rule returned {_number(result.observed)}; the contract wants {threshold}"
@@ -264,3 +261,11 @@ WORDS: dict[str, Words] = {
                                lambda p: f"no row pointing at a missing {_target(p)}"),
     "sql": _sql_rule,
 }
+
+
+def code_block(text: str, language: str = "sql") -> str:
+    """`text` as a markdown code block it cannot close: the fence is longer than any run of backticks
+    in it (a rule's string literal, a MySQL name)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{language}\n{text}\n{fence}"

@@ -1,0 +1,330 @@
+"""A SQL rule is judged as a syntax tree and runs from that tree (DESIGN: Trust boundary, rule 2).
+
+Each attack is one row: a query a contract could hold, and a word of the reason it is refused. Every
+row goes the real path (a contract file loaded and compiled, then run on DuckDB and on PostgreSQL):
+it is refused when compiled (`validate` reports it), and refused again where it would run, so even
+a plan whose refusal was lost runs nothing. Accepted rules run and pass or fail as their data says.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+import sqlalchemy as sa
+import yaml
+
+from dq_contracts.core import load_contracts
+from dq_contracts.partitions import partition_for
+from dq_contracts.runner import run_object
+
+PLANTED = "918273645"  # the classified value: no result, error or SQL shown may hold it
+
+ATTACKS = [
+    # (id, query, words of the reason: one of them, `|` between, where dialects word it differently)
+    # functions in attribute notation, and rows used as values
+    ("attr row_to_json", "SELECT COUNT(*) FROM {object} t WHERE t.row_to_json IS NOT NULL", "not a declared column"),
+    ("attr (t).row_to_json", "SELECT COUNT(*) FROM {object} t WHERE (t).row_to_json IS NOT NULL", "DOT"),
+    ("attr pg_read_file", "SELECT COUNT(*) FROM {object} t WHERE t.pg_read_file = ''", "not a declared column"),
+    ("attr through a subquery", "SELECT COUNT(*) FROM (SELECT 1 AS row_to_json) a, (SELECT id FROM {object}) s "
+     "WHERE s.row_to_json IS NOT NULL", "not a declared column"),
+    ("whole row to_json", "SELECT LENGTH(CAST(to_json(t) AS TEXT)) FROM {object} t", "to_json"),
+    ("whole row cast", "SELECT MAX(LENGTH(t::text)) FROM {object} t", "as a value"),
+    ("whole row count", "SELECT COUNT(t) FROM {object} t", "as a value"),
+    ("whole row ROW(t.*)", "SELECT COUNT(*) FROM {object} t WHERE ROW(t.*) IS NOT NULL", "row()"),
+    ("whole row t.*", "SELECT COUNT(*) FROM (SELECT t.* FROM {object} t) s", "whole rows"),
+    ("select star", "SELECT * FROM {object} LIMIT 1", "whole rows"),
+    # tables other than the contract's own objects
+    ("pg_authid", "SELECT COUNT(*) FROM pg_catalog.pg_authid", "not an object of this contract"),
+    ("information_schema", "SELECT COUNT(*) FROM information_schema.tables", "not an object of this contract"),
+    ("other schema", "SELECT COUNT(*) FROM other_schema.t", "not an object of this contract"),
+    ("another contract's table", "SELECT COUNT(*) FROM stranger", "not an object of this contract"),
+    ("own table in another schema", "SELECT COUNT(*) FROM other_schema.orders", "not an object of this contract"),
+    ("duckdb_settings()", "SELECT COUNT(*) FROM duckdb_settings()", "duckdb_settings"),
+    ("read_csv", "SELECT COUNT(*) FROM read_csv('x.csv')", "read_csv"),
+    ("file name", "SELECT COUNT(*) FROM 'x.csv'", "not an object of this contract"),
+    ("table function", "SELECT COUNT(*) FROM {object}, json_each('[1]')", "json_each"),
+    ("scalar subquery elsewhere", "SELECT (SELECT COUNT(*) FROM stranger)", "not an object of this contract"),
+    # casts to types whose input runs a lookup
+    ("regclass", "SELECT CAST(CAST('orders' AS regclass) AS INTEGER)", "regclass"),
+    ("regproc", "SELECT COUNT(*) FROM {object} WHERE 'pg_read_file'::regproc IS NOT NULL", "regproc"),
+    ("xml", "SELECT COUNT(*) FROM {object} WHERE CAST('<a/>' AS xml) IS NOT NULL", "XML"),
+    # operators that call functions
+    ("text search @@", "SELECT COUNT(*) FROM {object} WHERE region @@ 'eu'", "match_against|does not parse"),
+    ("custom operator", "SELECT COUNT(*) FROM {object} WHERE amount OPERATOR(pg_catalog.+) 1 > 0", "OPERATOR"),
+    # placeholders hiding in comments and literals
+    ("placeholder in a line comment", "SELECT COUNT(*) FROM {object} -- {object}", "comment"),
+    ("placeholder in a block comment", "SELECT COUNT(*) FROM {object} /* {property} */", "comment"),
+    ("placeholder in a literal", "SELECT COUNT(*) FROM {object} WHERE region = '{object}'", "string"),
+    ("placeholder inside a literal", "SELECT COUNT(*) FROM {object} WHERE region = 'x{property}y'", "string"),
+    ("placeholder in a dollar quote", "SELECT COUNT(*) FROM {object} WHERE region = $${object}$$",
+     "string|does not parse"),
+    ("placeholder in a quoted name", 'SELECT COUNT(*) FROM "{object}"', "quoted name"),
+    ("the reserved prefix", "SELECT COUNT(*) FROM {object} WHERE region = 'dq_placeholder_x'", "reserved"),
+    # encodings of a classified column's values
+    ("classified generate_series", "SELECT COUNT(*) FROM {object}, generate_series(1, ascii(ssn))",
+     "classified column"),
+    ("classified sum(length)", "SELECT SUM(LENGTH(ssn)) FROM {object}", "classified column"),
+    ("classified max", "SELECT MAX(ssn) FROM {object}", "classified column"),
+    ("classified like", "SELECT COUNT(*) FROM {object} WHERE ssn LIKE '9%'", "classified column"),
+    ("classified group by", "SELECT COUNT(*) FROM {object} GROUP BY ssn", "classified column"),
+    ("classified order by", "SELECT COUNT(*) FROM (SELECT id FROM {object} ORDER BY ssn LIMIT 1) s",
+     "classified column"),
+    ("classified case", "SELECT SUM(CASE WHEN ssn > '5' THEN 1 ELSE 0 END) FROM {object}", "classified column"),
+    ("classified join key", "SELECT COUNT(*) FROM {object} o JOIN customers c ON c.name = o.ssn",
+     "classified column"),
+    ("classified through an alias", "SELECT MAX(x) FROM (SELECT ssn AS x FROM {object}) s", "classified column"),
+    ("classified in a window", "SELECT COUNT(*) FROM (SELECT ROW_NUMBER() OVER (ORDER BY ssn) AS n FROM {object}) s",
+     "classified column"),
+    # writing, locking, session forms
+    ("delete", "DELETE FROM orders", "not a SELECT"),
+    ("cte update", "WITH u AS (UPDATE orders SET amount = 0 RETURNING id) SELECT COUNT(*) FROM u", "UPDATE"),
+    ("select into", "SELECT COUNT(*) INTO t2 FROM {object}", "INTO"),
+    ("for update", "SELECT COUNT(*) FROM (SELECT id FROM {object} FOR UPDATE) s", "LOCK"),
+    ("two statements", "SELECT 1; DROP TABLE orders", "2 statements"),
+    ("set", "SET search_path = other_schema", "SELECT"),
+    ("pragma", "PRAGMA enable_profiling", "SELECT"),
+    ("unlisted function", "SELECT pg_sleep(0)", "pg_sleep"),
+    ("set_config", "SELECT set_config('default_transaction_read_only', 'off', false)", "set_config"),
+]
+
+ACCEPTED = [
+    # (id, query, mustBe, observed) on the rows below
+    ("negative amounts", "SELECT COUNT(*) FROM {object} WHERE amount < 0", 0, 1),
+    ("join of two objects", "SELECT COUNT(*) FROM {object} o JOIN customers c ON o.customer_id = c.id "
+     "WHERE c.name = 'Ann'", 2, 2),
+    ("count of a classified column", "SELECT COUNT(DISTINCT ssn) + COUNT(ssn) FROM {object} WHERE ssn IS NOT NULL",
+     6, 6),
+    ("a comment is dropped", "SELECT COUNT(*) FROM {object} /* ; DROP TABLE orders */ -- ; DROP", 4, 4),
+    ("a colon in a literal", "SELECT COUNT(*) FROM {object} WHERE region <> ':x'", 4, 4),
+    ("the property", "SELECT COUNT(*) FROM {object} WHERE {property} >= 10", 2, 2),
+    ("a generator of numbers", "SELECT COUNT(*) FROM {object}, generate_series(1, 2) g", 8, 8),
+]
+
+ROWS = [  # id, customer_id, amount, ssn, region, day
+    (1, 1, 10, PLANTED, "eu", "2026-06-01"),
+    (2, 1, -5, "123456789", "eu", "2026-06-02"),
+    (3, 2, 20, None, "us", "2026-06-02"),
+    (4, 3, 1, "555", "us", "2026-06-02"),
+]
+
+
+def contract(rules: list[tuple[str, str, int]], server: dict, partitions: dict | None = None) -> dict:
+    orders = {"name": "orders", "properties": [
+        {"name": "id", "logicalType": "integer"},
+        {"name": "customer_id", "logicalType": "integer"},
+        {"name": "amount", "logicalType": "integer", "quality": [
+            {"type": "sql", "name": name, "query": query, "mustBe": must} for name, query, must in rules]},
+        {"name": "ssn", "logicalType": "string", "classification": "restricted"},
+        {"name": "region", "logicalType": "string"},
+        {"name": "day", "logicalType": "date"},
+    ]}
+    if partitions:
+        orders["customProperties"] = [{"property": "dagsterPartitions", "value": partitions}]
+    return {"apiVersion": "v3.1.0", "kind": "DataContract", "id": "sqlrules", "version": "1.0.0", "status": "active",
+            "servers": [server], "schema": [orders, {"name": "customers", "properties": [
+                {"name": "id", "logicalType": "integer"}, {"name": "name", "logicalType": "string"}]}]}
+
+
+def fill(engine: sa.Engine, other_schema: str) -> None:
+    with engine.begin() as c:
+        c.exec_driver_sql(f"CREATE SCHEMA IF NOT EXISTS {other_schema}")
+        c.exec_driver_sql("CREATE TABLE orders (id INTEGER, customer_id INTEGER, amount INTEGER, ssn VARCHAR(16), "
+                          "region VARCHAR(8), day DATE)")
+        for row in ROWS:
+            c.execute(sa.text("INSERT INTO orders VALUES (:a, :b, :c, :d, :e, CAST(:f AS DATE))"),
+                      dict(zip("abcdef", row)))
+        c.exec_driver_sql("CREATE TABLE customers (id INTEGER, name VARCHAR(16))")
+        c.exec_driver_sql("INSERT INTO customers VALUES (1, 'Ann'), (2, 'Bob')")
+        c.exec_driver_sql("CREATE TABLE stranger (secret VARCHAR(16))")
+        c.exec_driver_sql(f"INSERT INTO stranger VALUES ('{PLANTED}')")
+        c.exec_driver_sql(f"CREATE TABLE {other_schema}.t (secret VARCHAR(16))")
+        c.exec_driver_sql(f"CREATE TABLE {other_schema}.orders (secret VARCHAR(16))")
+
+
+@dataclasses.dataclass
+class Warehouse:
+    name: str
+    engine: sa.Engine
+    server: dict
+    schema: str
+    folder: object
+
+    def rows(self) -> list[tuple]:
+        with self.engine.connect() as c:
+            return [tuple(r) for r in c.exec_driver_sql("SELECT id, amount FROM orders ORDER BY id")]
+
+
+@pytest.fixture(scope="module", params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])
+def warehouse(request, tmp_path_factory):
+    folder = tmp_path_factory.mktemp(request.param)
+    if request.param == "duckdb":
+        path = folder / "wh.duckdb"
+        engine = sa.create_engine(f"duckdb:///{path}")
+        fill(engine, "other_schema")
+        (folder / "x.csv").write_text(f"secret\n{PLANTED}\n")
+        server = {"server": "wh", "type": "duckdb", "database": str(path), "schema": "main"}
+        yield Warehouse("duckdb", engine, server, "main", folder)
+    else:
+        import uuid
+
+        postgres = request.getfixturevalue("postgres")
+        name = "t_" + uuid.uuid4().hex[:12]
+        admin = sa.create_engine(postgres.url(), isolation_level="AUTOCOMMIT")
+        with admin.connect() as c:
+            c.exec_driver_sql(f'CREATE DATABASE "{name}"')
+        admin.dispose()
+        engine = sa.create_engine(postgres.url(name), poolclass=sa.pool.NullPool)
+        fill(engine, "other_schema")
+        with engine.begin() as c:
+            c.exec_driver_sql("CREATE FUNCTION sneaky() RETURNS bigint LANGUAGE sql "
+                              "AS 'UPDATE orders SET amount = 0 RETURNING 0'")
+        parsed = engine.url
+        server = {"server": "wh", "type": "postgres", "host": parsed.host, "port": parsed.port,
+                  "database": name, "schema": "public"}
+        yield Warehouse("postgres", engine, server, "public", folder)
+    engine.dispose()
+
+
+def load(folder, document: dict, name: str = "c.odcs.yaml"):
+    path = folder / name
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    return load_contracts([path])
+
+
+def run(warehouse: Warehouse, plan, obj_name: str = "orders", **kwargs) -> dict:
+    obj = plan.object(obj_name)
+    return {r.name: r for r in run_object(plan, obj, warehouse.engine, schema=warehouse.schema, **kwargs)}
+
+
+def without_refusals(plan):
+    """The plan as if every refusal made when it was compiled were lost."""
+    return dataclasses.replace(plan, objects=tuple(
+        dataclasses.replace(o, checks=tuple(dataclasses.replace(c, params=dataclasses.replace(c.params, refusal=None))
+                                            for c in o.checks)) for o in plan.objects))
+
+
+@pytest.fixture(scope="module")
+def attacked(warehouse):
+    """Every attack of the table in one contract, loaded and run once on this warehouse."""
+    rules = [(f"r{n}", query, 0) for n, (_, query, _) in enumerate(ATTACKS)]
+    before = warehouse.rows()
+    loaded = load(warehouse.folder, contract(rules, warehouse.server), "attacks.odcs.yaml")
+    plan = loaded.plans[0]
+    results = run(warehouse, plan)
+    # and once more with every refusal of the plan lost: the judge where it runs refuses again
+    unguarded = run(warehouse, without_refusals(plan))
+    return loaded, plan, results, unguarded, before, warehouse.rows()
+
+
+@pytest.mark.parametrize("n", range(len(ATTACKS)), ids=[a[0] for a in ATTACKS])
+def test_an_attack_is_refused_when_compiled_and_where_it_would_run(attacked, n):
+    loaded, plan, results, unguarded, before, after = attacked
+    _, query, reason = ATTACKS[n]
+    check = next(c for c in plan.object("orders").checks if c.name == f"r{n}")
+    refusal = check.params["refusal"] or ""
+    words = reason.lower().split("|")
+    assert any(w in refusal.lower() for w in words), refusal
+    problems = [p for p in loaded.problems if p.path.endswith(f"quality[{n}].query")]
+    # a name the contract does not declare is a warning (a clause that cannot run as written), the rest errors
+    undeclared = "not an object of this contract" in refusal or "not a declared column" in refusal
+    assert problems and problems[0].line is not None, loaded.problems
+    assert problems[0].severity == ("warning" if undeclared else "error"), problems[0]
+    for result in (results[f"r{n}"], unguarded[f"r{n}"]):
+        assert not result.passed and result.observed is None
+        assert result.error and result.error.startswith("not run:"), result.error
+        assert any(w in result.error.lower() for w in words), result.error
+        assert PLANTED not in json.dumps(result.to_json(), default=str)
+    assert after == before  # nothing was written
+
+
+@pytest.fixture(scope="module")
+def accepted(warehouse):
+    rules = [(f"ok{n}", query, must) for n, (_, query, must, _) in enumerate(ACCEPTED)]
+    loaded = load(warehouse.folder, contract(rules, warehouse.server), "accepted.odcs.yaml")
+    assert loaded.problems == [], loaded.problems
+    return run(warehouse, loaded.plans[0])
+
+
+@pytest.mark.parametrize("n", range(len(ACCEPTED)), ids=[a[0] for a in ACCEPTED])
+def test_an_accepted_rule_runs_and_is_judged_on_its_value(accepted, n):
+    _, query, must, observed = ACCEPTED[n]
+    result = accepted[f"ok{n}"]
+    assert result.error is None, result.error
+    assert result.observed == observed and result.passed is (observed == must)
+    assert "--" not in result.sql and "/*" not in result.sql  # what ran, and is shown, has no comment
+    assert "{" not in result.sql  # every placeholder became a quoted name
+
+
+@pytest.mark.parametrize("declaration,key,count", [
+    ({"type": "daily", "start": "2026-06-01", "column": "day"}, "2026-06-02", 3),
+    ({"type": "static", "values": ["eu", "us", "x' OR '1'='1"], "column": "region"}, "us", 2),
+    ({"type": "static", "values": ["eu", "us", "x' OR '1'='1"], "column": "region"}, "x' OR '1'='1", 0),
+])
+def test_a_partition_rule_binds_its_values(warehouse, declaration, key, count):
+    rules = [("per_partition", "SELECT COUNT(*) FROM {object} WHERE {partition}", count)]
+    loaded = load(warehouse.folder, contract(rules, warehouse.server, declaration), "parts.odcs.yaml")
+    assert loaded.problems == [], loaded.problems
+    orders = loaded.plans[0].object("orders")
+    sent: list[str] = []
+    listener = lambda conn, cursor, statement, *rest: sent.append(statement)  # noqa: E731
+    sa.event.listen(warehouse.engine, "before_cursor_execute", listener)
+    try:
+        result = run(warehouse, loaded.plans[0], selected=["per_partition"],
+                     partition=partition_for(orders.partitioning, key))["per_partition"]
+    finally:
+        sa.event.remove(warehouse.engine, "before_cursor_execute", listener)
+    assert result.error is None and result.observed == count and result.passed, result.error
+    assert key.replace("'", "''") in result.sql  # people read the value...
+    ran = [s for s in sent if "orders" in s]
+    assert ran and not any(key in s for s in ran), ran  # ...the query ran it bound
+
+
+def test_what_the_ui_shows_cannot_be_broken_out_of():
+    from dq_contracts.wording import code_block
+
+    sql = "SELECT COUNT(*) FROM t WHERE a = '```\n# not a heading'"
+    block = code_block(sql)
+    fence = block.splitlines()[0][:-3]
+    assert block.startswith(fence + "sql\n") and block.endswith("\n" + fence)
+    assert fence not in sql and set(fence) == {"`"}  # no run of backticks in the text closes it
+
+
+# --- each lock alone (reviews/tests.md 2.6) ---------------------------------------------------------
+
+WRITES = [
+    ("a function that writes", "SELECT sneaky()"),
+    ("a CTE that updates", "WITH u AS (UPDATE orders SET amount = 0 RETURNING id) SELECT COUNT(*) FROM u"),
+]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("query", [q for _, q in WRITES], ids=[n for n, _ in WRITES])
+def test_with_the_judge_off_the_read_only_transaction_stops_a_write(warehouse, monkeypatch, query):
+    if warehouse.name != "postgres":
+        pytest.skip("the read-only transaction is PostgreSQL's")
+    from dq_contracts import sqlrules
+
+    monkeypatch.setattr(sqlrules._Checker, "refusal", lambda self: None)  # every tree accepted
+    before = warehouse.rows()
+    loaded = load(warehouse.folder, contract([("write", query, 0)], warehouse.server), "write.odcs.yaml")
+    result = run(warehouse, loaded.plans[0], selected=["write"])["write"]
+    assert not result.passed and "read-only" in (result.error or ""), result.error
+    assert warehouse.rows() == before
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("query", [q for _, q in WRITES], ids=[n for n, _ in WRITES])
+def test_with_the_read_only_transaction_off_the_judge_stops_a_write(warehouse, monkeypatch, query):
+    if warehouse.name != "postgres":
+        pytest.skip("the read-only transaction is PostgreSQL's")
+    from dq_contracts import runner
+
+    monkeypatch.setattr(runner, "_begin", lambda engine, timeout: engine.connect())  # a plain transaction
+    before = warehouse.rows()
+    loaded = load(warehouse.folder, contract([("write", query, 0)], warehouse.server), "write.odcs.yaml")
+    assert any(c.params.get("refusal") for c in loaded.plans[0].object("orders").checks)  # refused when compiled
+    result = run(warehouse, without_refusals(loaded.plans[0]), selected=["write"])["write"]  # and where it runs
+    assert not result.passed and (result.error or "").startswith("not run:"), result.error
+    assert warehouse.rows() == before
