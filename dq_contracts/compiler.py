@@ -858,15 +858,28 @@ def share_classification(plans: list[ContractPlan]) -> list[ContractPlan]:
             columns = tuple(replace(c, classification=merged[fold(c.physical_name)][0],
                                     classified_by=merged[fold(c.physical_name)][1])
                             if not c.classified and fold(c.physical_name) in merged else c for c in obj.columns)
-            checks = tuple(replace(c, params=replace(c.params, target_classified=True))
-                           if c.kind == "relationship" and not c.params.get("target_classified")
-                           and union(str(c.params["target_table"])) else c for c in obj.checks)
+            checks = tuple(_shared_check(c, union, fold) for c in obj.checks)
             return obj if (columns, checks) == (obj.columns, obj.checks) else replace(obj, columns=columns,
                                                                                       checks=checks)
 
         objects = tuple(classify(o) for o in plan.objects)
         out.append(plan if objects == plan.objects else replace(plan, objects=objects))
     return out
+
+
+def _shared_check(check: CheckPlan, union, fold) -> CheckPlan:
+    """A check that reads another table of the contract, told which of its columns are classified
+    by any contract of that table: a relationship's target, the tables a SQL rule may read (whose
+    judge, where the rule runs, then refuses a classified column used as anything but a count)."""
+    if check.kind == "relationship" and not check.params.get("target_classified") \
+            and union(str(check.params["target_table"])):
+        return replace(check, params=replace(check.params, target_classified=True))
+    if check.kind == "sql" and check.params.get("tables"):
+        tables = {table: {column: classified or fold(column) in union(table) for column, classified in columns.items()}
+                  for table, columns in check.params["tables"].items()}
+        if tables != check.params["tables"]:
+            return replace(check, params=replace(check.params, tables=tables))
+    return check
 
 
 # --- compiling one contract -----------------------------------------------------------------------

@@ -124,7 +124,7 @@ def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None 
             url = url.update_query_dict(_tls(declaration))
             _agrees(server, url, name, f"{prefix}_URL")
         settings = _duckdb(declaration) if url.get_backend_name() == "duckdb" else ()
-        return Connection(url, schema, tuple(s for s in (url.password,) if s), None, settings)
+        return Connection(url, _schema_of(url, schema), tuple(s for s in (url.password,) if s), None, settings)
     if is_file_server(server):
         path = str(server["path"])
         if root or declaration.roots or is_remote(path):
@@ -160,7 +160,13 @@ def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None 
         query=_tls(declaration),
     )
     _agrees(server, url, name, f"{prefix}_HOST/_PORT/_DATABASE")
-    return Connection(url, schema, tuple(s for s in (declaration.password,) if s))
+    return Connection(url, _schema_of(url, schema), tuple(s for s in (declaration.password,) if s))
+
+
+def _schema_of(url: sa.URL, schema: Any) -> Any:
+    """A PostgreSQL check session resolves names in pg_catalog alone (runner._settings), so its tables
+    are always named with their schema: `public`, PostgreSQL's default, when the contract names none."""
+    return schema or ("public" if url.get_backend_name() == "postgresql" else schema)
 
 
 def _refuse(problem: str | None, name: str) -> None:

@@ -169,10 +169,13 @@ def error_of(exc: BaseException, clause: str, why: str | None, secrets: Iterable
 
 
 def _settings(timeout_seconds: float) -> sa.TextClause:
-    # one statement, local to the transaction: the timeout, and every timestamp literal and comparison
-    # in UTC whatever the role's or database's time zone (set_config is refused in contracts' SQL)
-    return sa.text("SELECT set_config('statement_timeout', :ms, true), set_config('TimeZone', 'UTC', true)"
-                   ).bindparams(ms=str(int(timeout_seconds * 1000)))
+    # one statement, local to the transaction: the timeout; every timestamp literal and comparison in
+    # UTC whatever the role's or database's time zone; and names resolved in pg_catalog alone, since
+    # PostgreSQL weighs a function of every schema on the search path equally and an exact type match
+    # wins (a `public.length(varchar)` would answer our `length(code)`). Tables are always named with
+    # their schema (connections.connection_for). set_config is refused in contracts' SQL.
+    return sa.text("SELECT set_config('statement_timeout', :ms, true), set_config('TimeZone', 'UTC', true), "
+                   "set_config('search_path', 'pg_catalog', true)").bindparams(ms=str(int(timeout_seconds * 1000)))
 
 
 class _Deadline:

@@ -298,3 +298,46 @@ def test_the_same_file_without_redefinitions_is_judged_on_its_rows(site):
         "schema": (True, None), "id__not_null": (False, None), "id__unique": (False, None),
         "code__pattern": (False, None), "code__max_length": (False, None), "code__min_length": (False, None),
         "amount__minimum": (False, None), "amount__invalid_values": (False, None), "row_count": (False, None)}
+
+
+# (what the database's owner created in a schema on the role's search_path, the clause it would
+# make pass). PostgreSQL weighs a function of every schema on the path equally, and an exact type
+# match wins, so `public.length(varchar)` beats `pg_catalog.length(text)` even behind pg_catalog.
+PG_SHADOWS = [
+    ("CREATE FUNCTION public.length(varchar) RETURNS integer LANGUAGE sql AS 'SELECT 3'", "code__max_length"),
+    ("CREATE FUNCTION public.char_length(varchar) RETURNS integer LANGUAGE sql AS 'SELECT 3'", "code__min_length"),
+    ("CREATE FUNCTION public.yes(varchar, text) RETURNS boolean LANGUAGE sql AS 'SELECT true';"
+     " CREATE OPERATOR public.~ (LEFTARG = varchar, RIGHTARG = text, FUNCTION = public.yes)", "code__pattern"),
+    ("CREATE FUNCTION public.count(integer) RETURNS bigint LANGUAGE sql AS 'SELECT 0::bigint'", "id__not_null"),
+]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("statement, clause", PG_SHADOWS, ids=[s[1] for s in PG_SHADOWS])
+def test_a_function_in_the_search_path_cannot_change_what_a_check_means(pg_database, statement, clause):
+    """Every check session resolves names in pg_catalog alone, so the rows still fail their clauses."""
+    import sqlalchemy as sa
+
+    from dq_contracts_tests.test_faults import pg_env, pg_server
+
+    engine = sa.create_engine(pg_database)
+    with engine.begin() as c:
+        c.exec_driver_sql("CREATE TABLE public.t (id INTEGER, code VARCHAR, amount INTEGER)")
+        c.exec_driver_sql("INSERT INTO public.t VALUES (1, 'ab', 5), (1, 'TOOLONGCODE', -3), (NULL, 'zz', 7)")
+        try:
+            c.exec_driver_sql(statement)
+        except sa.exc.ProgrammingError as exc:  # count is an aggregate there: not every name can be taken
+            pytest.skip(f"PostgreSQL refuses the shadow itself: {exc.orig}")
+    engine.dispose()
+    folder = Path(sa.make_url(pg_database).database)  # a name of its own for the contracts folder
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        contracts = Path(tmp) / folder / "contracts"
+        contracts.mkdir(parents=True)
+        (contracts / "t.odcs.yaml").write_text(yaml.safe_dump(contract(pg_server(pg_database))))
+        environ = pg_env(pg_database)
+        plan = load_contracts([contracts], environ=environ).usable_plans[0]
+        with Warehouses(environ) as warehouses:
+            results = {r.name: r for r in run_contract(plan, warehouses)}
+    assert (results[clause].passed, results[clause].error) == (False, None)

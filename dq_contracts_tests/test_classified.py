@@ -151,6 +151,26 @@ def test_a_relationship_reads_a_table_as_classified_as_any_contract_of_it_says(t
     assert "ConversionException" in refs["error"] and "the referenced table has a classified column" in refs["error"]
     assert PLANTED not in out
 
+def test_a_sql_rule_reads_another_object_as_classified_as_any_contract_of_its_table_says(tmp_path, capsys):
+    """B's rule on `refs` reads B's own `people`, which only A classifies: where it would run, the
+    judge refuses the classified column used as a value, and nothing of it is shown."""
+    from dq_contracts_tests.conftest import duckdb_with
+
+    duckdb_with(tmp_path / "wh.duckdb", *people(), "CREATE TABLE refs (k INTEGER)", "INSERT INTO refs VALUES (12)")
+    server = {"server": "local", "type": "duckdb", "database": str(tmp_path / "wh.duckdb")}
+    b = contract("b", server, "people", "ssn", classified=False, asset="b/people")
+    b["schema"].append({"name": "refs", "properties": [{"name": "k", "logicalType": "integer"}], "quality": [
+        {"type": "sql", "name": "newest_ssn", "query": "SELECT MAX(p.ssn) FROM people p", "mustBe": 0}]})
+    for name, doc in (("a", contract("a", server, "people", "ssn", classified=True, asset="a/people")), ("b", b)):
+        (tmp_path / f"{name}.odcs.yaml").write_text(yaml.safe_dump(doc))
+    cli.main(["check", *(str(tmp_path / f"{n}.odcs.yaml") for n in "ab"), "--format", "json"])
+    out = capsys.readouterr().out
+    rule = next(r for r in json.loads(out)["results"] if r["name"] == "newest_ssn")
+    assert rule["passed"] is False and rule["observed"] is None
+    assert rule["error"].startswith("not run:") and "classified" in rule["error"]
+    assert PLANTED not in out
+
+
 # --- principle 4: no value of a classified column leaves the database, whatever the error -----------
 
 # (engine, attack, the value planted in a classified column, its SQL type there, the property (its

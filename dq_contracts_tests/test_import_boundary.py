@@ -9,7 +9,7 @@ import dq_contracts
 
 CORE = ["problems", "paths", "loader", "normalise", "validate", "plans", "compiler", "sqlrules", "core", "cli",
         "sql", "runner", "connections", "checking", "demo", "kinds", "schema_check", "wording",
-        "partitions"]
+        "partitions", "declaration"]
 
 
 def imported_modules(path: Path) -> set[str]:
