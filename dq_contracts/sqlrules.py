@@ -202,12 +202,132 @@ def judge_sql_rule(query: str, *, dialect: str | None, own: str, column: str | N
     why = checker.refusal()
     if why:
         return dataclasses.replace(refused(why), undeclared=checker.undeclared)
+    try:
+        _scoped(root, lowered, own.lower(), column, dialect, {t.lower() for t in allowed_tables})
+    except _Refused as why:
+        return dataclasses.replace(refused(str(why)), undeclared=isinstance(why, _Undeclared))
     names = {name.lower(): name for name in [*allowed_tables, *tables, own]}
     return SqlVerdict(root, None, (), dialect, own, column, partitioned, names)
 
 
 class _Refused(Exception):
     pass
+
+
+def _scoped(root: Any, tables: dict[str, dict[str, bool]], own: str, column: str | None, dialect: str | None,
+            allowed: set[str]) -> None:
+    """The names of the tree resolved as the database resolves them, scope by scope (sqlglot's
+    `qualify` and `traverse_scope`): USING and NATURAL joins become the columns they compare, an
+    alias means what it means where it stands, a CTE is one only where it is visible. Then every
+    table a scope reads is a table of the contract (or one the operator allows), every column a
+    declared column of the table it comes from, and every classified column used only in a counted
+    form. A name the judge cannot resolve is refused: what it cannot see, it does not run."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import OptimizeError
+    from sqlglot.optimizer.qualify import qualify
+    from sqlglot.optimizer.scope import traverse_scope
+
+    tree = root.copy()
+    real = dict(tables)
+    real[_OBJECT] = tables.get(own, {})
+    for cte in tree.find_all(exp.CTE):  # a CTE named like a table would read that table where it is not seen
+        if cte.alias_or_name.lower() in real or cte.alias_or_name.lower() in allowed:
+            raise _Refused(f"the query defines a CTE {cte.alias_or_name!r} named like a table; give it another name")
+    for alias in tree.find_all(exp.TableAlias):  # a column list renames a table's columns by a position unknown here
+        if alias.columns and isinstance(alias.parent, exp.Table) and not isinstance(alias.parent.this, exp.Func):
+            raise _Refused(f"the query renames a table's columns ({alias.sql()}); name the columns as declared")
+
+    def plain(node: Any) -> Any:
+        if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier):  # one flat name: a.b.c
+            flat = exp.Table(this=exp.Identifier(this=".".join(
+                p.name.lower() for p in (node.args.get("catalog"), node.args.get("db"), node.this) if p is not None)))
+            if node.args.get("alias") is not None:
+                flat.set("alias", node.args["alias"].copy())
+            return flat
+        if isinstance(node, exp.Column) and node.name.lower() == _PARTITION:
+            return exp.true()
+        if isinstance(node, exp.Column) and node.name.lower() == _PROPERTY and column is not None:
+            return exp.Column(this=exp.Identifier(this=column.lower()), table=node.args.get("table"))
+        return node
+
+    tree = tree.transform(plain)
+    # an output alias named where the database may read a column of that name instead (WHERE, GROUP
+    # BY, a join: PostgreSQL reads the table's column, undeclared or not; DuckDB the alias)
+    aliases = {a.alias.lower() for a in tree.find_all(exp.Alias) if a.alias}
+    for col in tree.find_all(exp.Column):
+        if not col.table and col.name.lower() in aliases and col.find_ancestor(exp.Order) is None:
+            raise _Refused(f"the query uses {col.name!r}, an output alias, outside ORDER BY; name the expression "
+                           "or give the alias a name no column has")
+    schema = {name: {c: "text" for c in columns} or {RESERVED + "none": "text"}
+              for name, columns in [*real.items(), *((a, {}) for a in allowed if a not in real)]}
+    try:
+        tree = qualify(tree, schema=schema, dialect=dialect, validate_qualify_columns=True, quote_identifiers=False,
+                       identify=False, expand_stars=False)
+        scopes = list(traverse_scope(tree))
+    except (OptimizeError, sqlglot.errors.SqlglotError) as exc:
+        raise _Undeclared(f"the query names something that is not a declared column of a table it reads, as "
+                          f"the judge resolves names ({str(exc).splitlines()[0][:120]})") from None
+    except Exception as exc:  # sqlglot's optimizer fails on some odd trees in other ways
+        raise _Refused(f"the query could not be resolved name by name ({type(exc).__name__})") from None
+
+    def table_name(node: Any) -> str:
+        return node.name.lower()
+
+    def source_of(scope: Any, qualifier: str) -> Any:
+        while scope is not None:
+            if qualifier in scope.sources:
+                return scope.sources[qualifier]
+            scope = scope.parent
+        return None
+
+    whole = next(tree.find_all(*(t for t in (getattr(exp, "TableColumn", None),) if t)), None)
+    if whole is not None:  # what qualify reads as a table's name used as a value
+        raise _Refused(f"the query uses the table {whole.name!r} as a value (a whole row)")
+    for col in tree.find_all(exp.Column):  # unqualified after qualify: an output alias, or nothing it knows
+        if not col.table:
+            select = col.find_ancestor(exp.Select)
+            aliases = {s.alias_or_name.lower() for s in select.selects} if select is not None else set()
+            sources = {s.alias_or_name.lower() for s in tree.find_all(exp.Table)} | {
+                s.alias_or_name.lower() for s in tree.find_all(exp.Subquery, exp.CTE)}
+            if col.name.lower() in sources or col.find_ancestor(exp.Order) is None or col.name.lower() not in aliases:
+                raise _Refused(f"the query uses {col.name!r} where it is not a column of a table it reads (a whole "
+                               "row, or an output alias outside ORDER BY)")
+    for scope in scopes:
+        for source in scope.sources.values():
+            if isinstance(source, exp.Table) and not isinstance(source.this, exp.Func):
+                name = table_name(source)
+                if name not in real and name not in allowed:
+                    raise _Undeclared(f"the query reads {name!r} where no CTE of that name is visible, and it is "
+                                      "not an object of this contract on this server")
+        for col in scope.columns:
+            qualifier = col.table.lower()
+            if not qualifier:
+                continue  # an output alias in ORDER BY (above)
+            source = source_of(scope, qualifier)
+            if not isinstance(source, exp.Table) or isinstance(source.this, exp.Func):
+                continue  # a CTE's or subquery's output (judged in its own scope), or a generator's numbers
+            declared = real.get(table_name(source))
+            if declared is None:  # a table the operator allows: no column of it is known to be classified
+                continue
+            if col.name.lower() not in declared:
+                raise _Undeclared(f"the query names {col.name!r}, which is not a declared column of "
+                                  f"{table_name(source)!r}")
+            if declared[col.name.lower()] and not _counted_only(col):
+                raise _Refused(f"the query reads the classified column {col.name!r} in a form that could return "
+                               f"or encode its values; only {CLASSIFIED_FORMS} are allowed")
+
+
+def _counted_only(node: Any) -> bool:
+    """Whether a column is used as COUNT(c), COUNT(DISTINCT c) or c IS [NOT] NULL."""
+    from sqlglot import exp
+
+    parent = node.parent
+    if isinstance(parent, exp.Distinct) and parent.args.get("expressions") == [node]:
+        node, parent = parent, parent.parent
+    if isinstance(parent, exp.Count) and parent.this is node:
+        return True
+    return isinstance(parent, exp.Is) and parent.this is node and isinstance(parent.expression, exp.Null)
 
 
 class _Undeclared(_Refused):

@@ -176,7 +176,7 @@ def test_a_rejected_server_shows_a_failing_contract_valid_check_and_the_rest_of_
     from dq_contracts.resource import ServerSettings
     from dq_contracts_tests.conftest import run_checks
 
-    write(site, contract({**DUCK, "database": "../data/wh.duckdb"}), "project/contracts/team_a")
+    write(site, {**contract({**DUCK, "database": "../data/wh.duckdb"}), "id": "team_a"}, "project/contracts/team_a")
     other = contract({**DUCK, "server": "shared", "database": "../../data/wh.duckdb"})
     write(site, {**other, "id": "team_b", "schema": [{**other["schema"][0], "name": "u", "physicalName": "u"}]},
           "project/contracts/team_b")

@@ -77,6 +77,27 @@ ATTACKS = [
     ("classified through an alias", "SELECT MAX(x) FROM (SELECT ssn AS x FROM {object}) s", "classified column"),
     ("classified in a window", "SELECT COUNT(*) FROM (SELECT ROW_NUMBER() OVER (ORDER BY ssn) AS n FROM {object}) s",
      "classified column"),
+    # names resolved by scope, as the database does (the second review's attacks)
+    ("a column list renames the classified column", "SELECT MAX(LENGTH(a)) FROM {object} AS p(a, b, c)",
+     "renames a table's columns"),
+    ("USING joins on the classified column", "SELECT COUNT(*) FROM {object} JOIN customers c USING (ssn)",
+     "classified column|not a declared column"),
+    ("NATURAL JOIN on the classified column", "SELECT COUNT(*) FROM {object} NATURAL JOIN (SELECT '9' AS ssn) g",
+     "classified column"),
+    ("a CTE out of its scope", "SELECT (SELECT COUNT(*) FROM pg_roles) FROM (WITH pg_roles AS (SELECT 1 AS x) "
+     "SELECT 1 AS one) d", "no CTE of that name is visible"),
+    ("a CTE named like a table", "WITH customers AS (SELECT 1 AS id) SELECT COUNT(*) FROM customers",
+     "named like a table"),
+    ("an alias reused in a subquery", "SELECT MAX(LENGTH(p.ssn)) FROM {object} p WHERE EXISTS "
+     "(SELECT 1 FROM customers AS p)", "classified column|not a declared column"),
+    ("a whole row through an output alias", "SELECT MAX(CAST(p AS VARCHAR)) AS p FROM {object} p",
+     "as a value|whole row|output alias"),
+    ("a whole row by a table's name", "SELECT MAX(CAST(p AS VARCHAR)) FROM {object} p", "as a value|whole row"),
+    ("an output alias named like the classified column", "SELECT MAX(LENGTH(ssn)) AS ssn FROM {object}",
+     "classified column"),
+    ("an output alias used in WHERE", "SELECT COUNT(*) AS n FROM {object} WHERE n > 0", "outside ORDER BY"),
+    ("an output alias over an undeclared column", "SELECT COUNT(*) AS secret FROM {object} WHERE secret LIKE '9%'",
+     "outside ORDER BY"),
     # writing, locking, session forms
     ("delete", "DELETE FROM orders", "not a SELECT"),
     ("cte update", "WITH u AS (UPDATE orders SET amount = 0 RETURNING id) SELECT COUNT(*) FROM u", "UPDATE"),
@@ -179,7 +200,7 @@ def warehouse(request, tmp_path_factory):
         fill(engine, "other_schema")
         with engine.begin() as c:
             c.exec_driver_sql("CREATE FUNCTION sneaky() RETURNS bigint LANGUAGE sql "
-                              "AS 'UPDATE orders SET amount = 0 RETURNING 0'")
+                              "AS 'UPDATE public.orders SET amount = 0 RETURNING 0'")
         parsed = engine.url
         server = {"server": "wh", "type": "postgres", "host": parsed.host, "port": parsed.port,
                   "database": name, "schema": "public"}
@@ -294,7 +315,8 @@ def test_what_the_ui_shows_cannot_be_broken_out_of():
 # --- each lock alone (reviews/tests.md 2.6) ---------------------------------------------------------
 
 WRITES = [
-    ("a function that writes", "SELECT sneaky()"),
+    # named with its schema: a check session resolves names in pg_catalog alone, a third lock
+    ("a function that writes", "SELECT public.sneaky()"),
     ("a CTE that updates", "WITH u AS (UPDATE orders SET amount = 0 RETURNING id) SELECT COUNT(*) FROM u"),
 ]
 
@@ -307,10 +329,12 @@ def test_with_the_judge_off_the_read_only_transaction_stops_a_write(warehouse, m
     from dq_contracts import sqlrules
 
     monkeypatch.setattr(sqlrules._Checker, "refusal", lambda self: None)  # every tree accepted
+    monkeypatch.setattr(sqlrules, "_scoped", lambda *args: None)
     before = warehouse.rows()
     loaded = load(warehouse.folder, contract([("write", query, 0)], warehouse.server), "write.odcs.yaml")
     result = run(warehouse, loaded.plans[0], selected=["write"])["write"]
-    assert not result.passed and "read-only" in (result.error or ""), result.error
+    # SQLSTATE 25006: read_only_sql_transaction (a SQL rule's error is told by its class and SQLSTATE)
+    assert not result.passed and "SQLSTATE 25006" in (result.error or ""), result.error
     assert warehouse.rows() == before
 
 
