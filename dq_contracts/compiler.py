@@ -805,33 +805,25 @@ CASE_SENSITIVE_NAMES = {"postgres", "postgresql", "cloudsql"}
 DEFAULT_SCHEMA = {"duckdb": "main", "postgres": "public", "postgresql": "public", "cloudsql": "public"}
 
 
-def _servers_of(plan: ContractPlan) -> list[tuple[tuple, str | None, Callable[[str], str]]]:
-    """Each checkable server of the contract (any of them may be the one checked): its identity
-    without the schema, the schema a bare table name means there, and how its engine folds names."""
-    out = []
-    for server in plan.servers:
-        if isinstance(server, dict) and checkable(server):
-            identity = server_identity(server, plan.folder)
-            fold = (lambda n: n) if identity[0] in CASE_SENSITIVE_NAMES else str.lower
-            out.append((identity[:4] + identity[5:], server.get("schema") or DEFAULT_SCHEMA.get(identity[0]), fold))
-    return out
+def _table_key(server: tuple[tuple, str | None, Callable[[str], str]], physical_name: str) -> str:
+    """A physical table, as far as classification goes: its table name in lower case, whatever the
+    server, schema or catalog. That classifies more than the one table on its endpoint (the same name
+    on another server shares it), and in exchange no spelling of an endpoint can tell two contracts
+    of one table apart: another case, a catalog or schema written out, a port written as text, a
+    host's alias, the operator's URL standing for what the contract wrote."""
+    return physical_name.split(".")[-1].lower()
 
 
-def _table_key(server: tuple[tuple, str | None, Callable[[str], str]], physical_name: str) -> tuple:
-    """A physical table on a server: (server, folded parts of its qualified name)."""
-    identity, schema, fold = server
-    parts = physical_name.split(".")
-    parts = parts if len(parts) > 1 or not schema else [str(schema), *parts]
-    return identity, tuple(fold(p) for p in parts)
+_ANY_SERVER = ((), None, str.lower)
 
 
 def share_classification(plans: list[ContractPlan]) -> list[ContractPlan]:
     """Every plan with each column classified that any plan of `plans` classifies on the same
-    physical table (same server, schema and name, compared as the server compares names): a second
+    physical table (a table of that name, in any case, on any server: `_table_key`): a second
     contract cannot declassify a column by leaving `classification` out. A column classified only
     by another file says which (`ColumnPlan.classified_by`). The union is over the contracts loaded
     together: a file checked alone knows only its own classifications."""
-    servers = {id(plan): _servers_of(plan) for plan in plans}
+    servers = {id(plan): [_ANY_SERVER] for plan in plans}
     by_table: dict[tuple, dict[str, tuple[str, str]]] = {}  # table -> folded column -> (classification, file)
     for plan in plans:
         for server in servers[id(plan)]:

@@ -145,6 +145,7 @@ def _load_contracts(paths: Iterable[str | os.PathLike[str]], server: str | None,
         result.problems.extend(found)
         compiled.append((plan, document))
     compiled = list(zip(share_classification([p for p, _ in compiled]), (d for _, d in compiled)))
+    result.problems.extend(_classified_partitions(compiled))
 
     result.prefixes = short_prefixes(plan for plan, _ in compiled)
     broken = {p.file for p in contract_errors_of(result.problems)}
@@ -167,6 +168,22 @@ def _load_contracts(paths: Iterable[str | os.PathLike[str]], server: str | None,
             plan = outline_contract(by_file[file].data, file)
         result.rejected.append(RejectedContract(file, tuple(problems_of[file]), plan))
     return result
+
+
+def _classified_partitions(compiled: list[tuple[ContractPlan, object]]) -> list[Problem]:
+    """A partition column that is classified (by this contract or any other of its table): each
+    partition's results would tell which of its values exist (a static partition per guess), or how
+    many rows each day holds of a date of birth."""
+    found = []
+    for plan, document in compiled:
+        for obj in plan.objects:
+            column = obj.partitioning and obj.column(obj.partitioning.column)
+            if column is not None and column.classified:
+                found.append(_problem(plan, document, parts_of(obj.partitioning.clause) or parts_of(obj.pointer),
+                                      f"the partition column {column.physical_name!r} is classified "
+                                      f"({column.classification}); each partition's results would tell its "
+                                      "values: partition the table by a column that is not classified"))
+    return found
 
 
 def _roots_of(paths: list[str | os.PathLike[str]]) -> list[tuple[str, str]]:

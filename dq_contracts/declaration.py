@@ -46,6 +46,7 @@ FIELDS: tuple[tuple[str, str, str | None], ...] = (
     ("roots", "ROOTS", os.pathsep),
     ("remote", "REMOTE", ","),
     ("contracts", "CONTRACTS", os.pathsep),
+    ("schemas", "SCHEMAS", ","),
 )
 
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # md:, s3://, https://, file: (a one-letter scheme is a drive)
@@ -74,6 +75,7 @@ class ServerDeclaration:
     roots: tuple[str, ...] = ()
     remote: tuple[str, ...] = ()
     contracts: tuple[str, ...] = ()
+    schemas: tuple[str, ...] = ()  # schemas beside the server's own that objects may name (`other.t`)
 
     @property
     def declared(self) -> bool:
@@ -269,11 +271,36 @@ def server_refusals(server: Mapping[str, Any], index: int, contract_file: str, f
             if problem:
                 found.append(([*at, "path"], f"server {name!r}: {problem}"))
                 break
-    elif kind not in ("duckdb", *FILE_SERVER_TYPES):
+    if not is_file_server(dict(server)):
+        found.extend(([*at, "schema"], f"server {name!r}: {problem}") for problem in
+                     schema_refusals(server, declaration, physical_names, kind))
+    if kind not in ("duckdb", *FILE_SERVER_TYPES) and not is_file_server(dict(server)):
         endpoint = declared_endpoint(declaration)
         if endpoint is not None:
             for key, theirs, ours in endpoint_disagreements(server, *endpoint):
                 found.append(([*at, key], f"server {name!r}: the contract says {key} {theirs!r}, the operator "
                                           f"declared {ours!r}; not connecting (make them agree, or leave {key} "
                                           "out of the contract)"))
+    return found
+
+
+DEFAULT_SCHEMAS = {"duckdb": "main", "postgres": "public", "postgresql": "public"}
+
+
+def schema_refusals(server: Mapping[str, Any], declaration: ServerDeclaration, physical_names: tuple[str, ...],
+                    kind: str) -> list[str]:
+    """An object whose physicalName names another schema (`pg_catalog.pg_authid`, `other.t`) or a
+    catalog than the server's: its checks would read a table the operator never offered. Allowed
+    only for the schemas the operator lists (`_SCHEMAS`)."""
+    own = str(server.get("schema") or DEFAULT_SCHEMAS.get(kind, "")).lower()
+    allowed = {own, *(s.strip().lower() for s in declaration.schemas)}
+    found = []
+    for physical in physical_names:
+        parts = [p.strip().lower() for p in physical.split(".")]
+        if len(parts) > 2:
+            found.append(f"object {physical!r} names the catalog {parts[-3]!r}; an object is a table of the server's "
+                         "own database, named `table` or `schema.table`")
+        elif len(parts) == 2 and parts[0] not in allowed:
+            found.append(f"object {physical!r} names the schema {parts[0]!r}, not the server's {own or '(none)'!r}; "
+                         f"the operator may allow it ({env_prefix(declaration.name)}_SCHEMAS)")
     return found

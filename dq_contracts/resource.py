@@ -40,6 +40,8 @@ class ServerSettings(dg.Config):
                                      "prefixes they may open (md:, s3://bucket/, https://host/; none by default)")
     contracts: list[str] | None = Field(default=None, description="The folders of the contracts bound to this "
                                         "server (default: every contract loaded)")
+    schemas: list[str] | None = Field(default=None, description="Schemas beside the server's own that objects "
+                                      "may name in a dotted physicalName (none by default)")
 
 
 class WarehouseResource(dg.ConfigurableResource):

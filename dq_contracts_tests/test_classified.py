@@ -43,15 +43,17 @@ def people(name: str = "people", ssn: str = "ssn") -> list[str]:
 
 
 # (case, DDL beside `people`, B's server ("same" or "other"), B's physicalName, B's column name,
-#  is it A's classified table on DuckDB, on PostgreSQL)
+#  is it A's classified table on DuckDB, on PostgreSQL). Classification follows the table's name
+# whatever the endpoint's spelling (compiler._table_key): the same name in another schema or on
+# another server is classified too, which withholds more and can never be told apart by a trick.
 SHARED = [
     ("same table", {}, "same", "people", "ssn", True, True),
-    # DuckDB ignores case; on PostgreSQL the quoted "People" is another table, which it then holds
-    ("names in another case", {"postgres": people('"People"', '"SSN"')}, "same", "People", "SSN", True, False),
+    ("names in another case", {"postgres": people('"People"', '"SSN"')}, "same", "People", "SSN", True, True),
     ("schema written out", {}, "same", "{schema}.people", "ssn", True, True),
     ("another schema", dict.fromkeys(["duckdb", "postgres"], ["CREATE SCHEMA other", *people("other.people")]),
-     "same", "other.people", "ssn", False, False),
-    ("another server", {}, "other", "people", "ssn", False, False),
+     "same", "other.people", "ssn", True, True),
+    ("another server", {}, "other", "people", "ssn", True, True),
+    ("another table", {"duckdb": people("folk"), "postgres": people("folk")}, "same", "folk", "ssn", False, False),
 ]
 
 
@@ -99,6 +101,8 @@ def test_a_column_is_classified_if_any_contract_of_its_table_says_so(two_servers
         (tmp_path / f"{name}.odcs.yaml").write_text(yaml.safe_dump(doc))
     for key, value in environ.items():
         monkeypatch.setenv(key, value)
+    if table.startswith("other."):  # a schema beside the server's own is the operator's to allow
+        monkeypatch.setenv(f"DQ_CONTRACTS_{servers[0]['server'].upper()}_SCHEMAS", "other")
     capsys.readouterr()
     cli.main(["check", str(tmp_path / "a.odcs.yaml"), str(tmp_path / "b.odcs.yaml"), "--format", "json"])
     out = capsys.readouterr().out
@@ -296,6 +300,7 @@ def test_no_classified_value_leaves_the_database_whatever_the_error(attacked, lo
 
     if locks == "messages alone":
         monkeypatch.setattr(sqlrules._Checker, "counted_only", lambda self, node: True)
+        monkeypatch.setattr(sqlrules, "_counted_only", lambda node: True)
     server, environ, write = attacked
     engine = request.node.callspec.params["attacked"]
     rows = [r for r in ATTACKS if r[0] == engine]
@@ -349,3 +354,34 @@ def leaked(rows: list[tuple], outputs: list[str], stored: bytes = b"") -> None:
         for value in encodings(planted):
             assert value.encode() not in stored, (attack, value)
             assert not any(value in o for o in outputs), (attack, value, [o for o in outputs if value in o][:1])
+
+
+# (case, the partition declaration, the contract that classifies the column: this one or another)
+PARTITIONED = [
+    ("static values that guess a classified column", {"type": "static", "values": ["111-22-3333", PLANTED],
+                                                      "column": "ssn"}, "this"),
+    ("days of a classified date", {"type": "daily", "start": "2026-01-01", "column": "born"}, "this"),
+    ("a column another contract classifies", {"type": "static", "values": ["x"], "column": "ssn"}, "other"),
+]
+
+
+@pytest.mark.parametrize("case, declaration, by", PARTITIONED, ids=[r[0] for r in PARTITIONED])
+def test_a_classified_column_cannot_partition_a_table(tmp_path, case, declaration, by):
+    """Each partition's results would tell which values exist: such a contract is refused at load."""
+    from dq_contracts.core import load_contracts
+
+    server = {"server": "local", "type": "duckdb", "database": str(tmp_path / "wh.duckdb")}
+    mark = {"classification": "pii"} if by == "this" else {}
+    doc = {"apiVersion": "v3.1.0", "kind": "DataContract", "id": "p", "version": "1.0.0", "status": "active",
+           "servers": [server], "schema": [{"name": "people", "customProperties": [
+               {"property": "dagsterPartitions", "value": declaration}], "properties": [
+               {"name": "ssn", "logicalType": "string", **mark},
+               {"name": "born", "logicalType": "date", **mark}]}]}
+    (tmp_path / "p.odcs.yaml").write_text(yaml.safe_dump(doc))
+    if by == "other":
+        (tmp_path / "a.odcs.yaml").write_text(yaml.safe_dump(
+            contract("a", server, "people", "ssn", classified=True, asset="a/people")))
+    loaded = load_contracts([tmp_path])
+    problems = [p for p in loaded.errors if p.file.endswith("p.odcs.yaml")]
+    assert any(f"partition column {declaration['column']!r} is classified" in p.message for p in problems), problems
+    assert "p.odcs.yaml" in {Path(r.file).name for r in loaded.rejected}
