@@ -63,7 +63,9 @@ class Warehouses:
         key = (connection.url.render_as_string(hide_password=False), connection.files, connection.duckdb)
         if key not in self._engines:
             self._engines[key] = (engine_for(connection), connection)
-        return self._engines[key]
+        # the engine is shared; the schema (and everything else the contract's server says) is this
+        # contract's own: another contract on the same endpoint must not choose where this one reads
+        return self._engines[key][0], connection
 
     def dispose(self) -> None:
         for engine, _ in self._engines.values():

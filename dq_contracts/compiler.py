@@ -7,11 +7,13 @@ knowledge of what any clause means.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 import keyword
 import os
 import re
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable
 
@@ -163,6 +165,9 @@ AUTOMATION_SENSOR = "dq_contracts_automation"
 PROBLEMS_CHECKS = "dq_contracts_contract_problems"  # an op (the multi-asset check) and a sensor
 # the names dq_contracts itself defines; each may take a `__<set name>` suffix (build_contract_defs'
 # `name`), so a contract may take neither the name nor any name that starts with it and `__`
+# the asset keys under which problem_defs shows a file that names no readable asset: no contract's
+INVALID_ASSET_PREFIX = "dq_contracts_invalid"
+
 FIXED_NAMES = ((NODE, ALL_CHECKS_JOB), (NODE, PROBLEMS_CHECKS), (INSTIGATOR, FRESHNESS_SENSOR),
                (INSTIGATOR, AUTOMATION_SENSOR), (INSTIGATOR, PROBLEMS_CHECKS))
 OBJECT_OPS = ("", "table", "relationships")  # the object's own clauses, table-wide ones, relationships
@@ -196,17 +201,40 @@ def short_prefixes(plans: Iterable[ContractPlan]) -> dict[str, str]:
     """A short, readable, stable name per contract for its ops, jobs and schedules: its `name`, else
     the last part of its id, else (taken by a contract whose id sorts first) its whole id. The order
     is the contracts' (id, version, file), never the order files were read in."""
+    plans = sorted(plans, key=lambda p: (p.id, p.version, p.file))
+    candidates = {plan.file: _prefix_candidates(plan) for plan in plans}
+    # a short name two contracts could take is neither's: a new contract never takes an older one's
+    # names (and the UI state and history on them) by sorting first
+    wanted = Counter(name for names in candidates.values() for name in dict.fromkeys(names[:-1]))
     taken: set[str] = set()
     out: dict[str, str] = {}
-    for plan in sorted(plans, key=lambda p: (p.id, p.version, p.file)):
-        last = re.split(r"[:/]", plan.id.rstrip(":/"))[-1]
-        for candidate in (plan.name, last, plan.id, f"{plan.id}__{plan.version}"):
-            name = dagster_name(str(candidate)) if candidate else None
-            if name and name not in taken:
-                break
+    for plan in plans:
+        names = candidates[plan.file]
+        name = next((n for n in names[:-1] if wanted[n] == 1 and n not in taken), None)
+        if name is None:
+            name = names[-1]
+            while name in taken:  # the same id and version twice (a problem of both): any distinct name
+                name += "_"
         taken.add(name)
         out[plan.file] = name
     return out
+
+
+def _prefix_candidates(plan: ContractPlan) -> list[str]:
+    """The names a contract's prefix may be, shortest first: its `name`, the last part of its id,
+    its id, and last its id and version (unique per loadable contract)."""
+    last = re.split(r"[:/]", plan.id.rstrip(":/"))[-1]
+    found = [dagster_name(str(c)) for c in (plan.name, last, plan.id) if c]
+    return [*dict.fromkeys(n for n in found if n), dagster_name(f"{plan.id}__{plan.version}")]
+
+
+def contested_prefixes(plans: Iterable[ContractPlan]) -> dict[str, list[str]]:
+    """Per contract file, the other files whose contract has the same `name`: none of them takes it."""
+    by_name: dict[str, list[str]] = {}
+    for plan in plans:
+        if plan.name:
+            by_name.setdefault(dagster_name(str(plan.name)), []).append(plan.file)
+    return {file: [f for f in files if f != file] for files in by_name.values() if len(files) > 1 for file in files}
 
 
 def schedule_name(plan: ContractPlan, schedule: SchedulePlan, prefix: str) -> str:
@@ -1203,11 +1231,19 @@ def _sla_schedule(sla: dict) -> str | None:
     return None
 
 
+_CRON_FROM = datetime.datetime(2026, 1, 1)  # any fixed start: a cron that can fire does within years of it
+
+
 def _valid_cron(expression: str, parts: list, ctx: _Compiling) -> str | None:
-    if croniter.is_valid(expression):
-        return expression
-    ctx.problem(parts, f"invalid cron expression {expression!r}")
-    return None
+    if not croniter.is_valid(expression):
+        ctx.problem(parts, f"invalid cron expression {expression!r}")
+        return None
+    try:  # one that never fires (31 April) would make Dagster's automation fail for every contract
+        croniter(expression, _CRON_FROM).get_next(datetime.datetime)
+    except Exception:
+        ctx.problem(parts, f"cron {expression!r}: it never fires (a day no month has)")
+        return None
+    return expression
 
 
 def _sla_element(sla: dict, parts: list, ctx: _Compiling) -> tuple[str, dict] | None:

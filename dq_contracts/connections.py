@@ -32,7 +32,8 @@ from typing import Any, Mapping
 import sqlalchemy as sa
 
 from dq_contracts.compiler import FILE_SERVER_TYPES, is_file_server
-from dq_contracts.declaration import (ServerDeclaration, declaration_of, endpoint_disagreements, env_prefix, inside,
+from dq_contracts.declaration import (ServerDeclaration, declaration_of, default_root, endpoint_disagreements,
+                                   env_prefix, inside,
                                    is_regular, is_remote, local_path, location_refusal, real_roots, regular_files,
                                    same_type, server_name)
 
@@ -115,6 +116,7 @@ def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None 
     schema = server.get("schema")
     if root is None and folder:
         root = os.path.dirname(os.path.abspath(folder))
+    root = default_root(declaration, root, environ)
     if declaration.type and kind and not same_type(kind, declaration.type):
         raise EndpointError(f"server {name!r}: the contract says type {kind!r}, the operator declared "
                             f"{declaration.type!r}; not connecting")
@@ -127,7 +129,7 @@ def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None 
         return Connection(url, _schema_of(url, schema), tuple(s for s in (url.password,) if s), None, settings)
     if is_file_server(server):
         path = str(server["path"])
-        if root or declaration.roots or is_remote(path):
+        if root is not None or declaration.roots or is_remote(path):
             _refuse(location_refusal(path, folder, declaration, root, "path"), name)
         if not is_remote(path):
             path = os.path.normpath(local_path(path, folder))
@@ -136,12 +138,12 @@ def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None 
         return Connection(sa.URL.create("duckdb", database=":memory:"), None, (), files, _duckdb(declaration))
     if kind == "duckdb":
         database = str(server.get("database") or ":memory:")
-        confined = bool(root or declaration.roots)
+        confined = root is not None or bool(declaration.roots)
         if confined or is_remote(database):
             _refuse(location_refusal(database, folder, declaration, root, "database"), name)
         if not (database.startswith(":memory:") or is_remote(database)):
             database = os.path.normpath(local_path(database, folder))
-        return Connection(sa.URL.create("duckdb", database=database), schema, (), None, _duckdb(declaration),
+        return Connection(sa.URL.create("duckdb", database=database), schema or "main", (), None, _duckdb(declaration),
                           real_roots(declaration, root) if confined else None)
     if kind not in DRIVERS:
         raise ValueError(f"server {name!r}: type {kind!r} has no driver here; set {prefix}_URL to a "
@@ -164,9 +166,11 @@ def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None 
 
 
 def _schema_of(url: sa.URL, schema: Any) -> Any:
-    """A PostgreSQL check session resolves names in pg_catalog alone (runner._settings), so its tables
-    are always named with their schema: `public`, PostgreSQL's default, when the contract names none."""
-    return schema or ("public" if url.get_backend_name() == "postgresql" else schema)
+    """Tables are always named with their schema, so that a bare name never finds a catalog table
+    (`pg_authid`, DuckDB's `pg_settings`) and a PostgreSQL check session can resolve names in
+    pg_catalog alone (runner._settings): `public` or `main`, the engine's default, when the contract
+    names none."""
+    return schema or {"postgresql": "public", "duckdb": "main"}.get(url.get_backend_name(), schema)
 
 
 def _refuse(problem: str | None, name: str) -> None:

@@ -14,8 +14,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
-from dq_contracts.compiler import (FolderIndex, checkable, compile_contract, definition_names, fixed_name_taken,
-                                   name_refusal, outline_contract, share_classification, short_prefixes)
+from dq_contracts.compiler import (INVALID_ASSET_PREFIX, FolderIndex, checkable, compile_contract, definition_names, fixed_name_taken,
+                                   name_refusal, outline_contract, share_classification, short_prefixes,
+                                   contested_prefixes)
 from dq_contracts.declaration import root_of_loaded, server_name, server_refusals
 from dq_contracts.loader import load_documents
 from dq_contracts.paths import named_path, parts_of
@@ -148,6 +149,14 @@ def _load_contracts(paths: Iterable[str | os.PathLike[str]], server: str | None,
     result.problems.extend(_classified_partitions(compiled))
 
     result.prefixes = short_prefixes(plan for plan, _ in compiled)
+    contested_names = contested_prefixes(p for p, _ in compiled)
+    for plan, document in compiled:
+        others = contested_names.get(plan.file)
+        if others:
+            result.problems.append(_problem(plan, document, ["name"], (
+                f"the contract's name {plan.name!r} is also the name of {', '.join(others[:SHOWN_CLAIMANTS])}: "
+                f"neither takes it for its Dagster names, each is named after its id "
+                f"({result.prefixes[plan.file]!r}); give each contract a name of its own"), "warning"))
     broken = {p.file for p in contract_errors_of(result.problems)}
     contested = _cross_file_problems(compiled, result.prefixes, cron_rule, broken)
     result.problems.extend(contested)
@@ -221,6 +230,10 @@ def _cross_file_problems(compiled: list[tuple[ContractPlan, object]], prefixes: 
         for oi, obj in enumerate(plan.objects):
             parts = tuple(parts_of(obj.pointer)) if obj.pointer else ("schema", oi)
             claims.setdefault(("asset", obj.asset_key), []).append((plan, document, parts, f"object {obj.name!r}"))
+            if obj.asset_key and obj.asset_key[0].lower() == INVALID_ASSET_PREFIX:
+                found.append(_problem(plan, document, parts, f"asset {'/'.join(obj.asset_key)} is under "
+                                      f"{INVALID_ASSET_PREFIX}/, where dq_contracts shows the files it cannot read; "
+                                      "give the object another physicalName or dagsterAssetKey"))
     contested = {plan.file for claimants in claims.values() if len(claimants) > 1 for plan, *_ in claimants}
     for plan, document in compiled:
         if plan.file in broken or plan.file in contested:
@@ -264,6 +277,6 @@ _REMEDY = {"id": "give one of them another id or version",
            "name": "give one of the contracts another `name`, or the object another name"}
 
 
-def _problem(plan: ContractPlan, document, parts, message: str) -> Problem:
+def _problem(plan: ContractPlan, document, parts, message: str, severity: str = "error") -> Problem:
     parts = list(parts)
-    return Problem(plan.file, message, named_path(document.data, parts), document.line_of(parts))
+    return Problem(plan.file, message, named_path(document.data, parts), document.line_of(parts), severity)

@@ -234,6 +234,24 @@ def bound(declaration: ServerDeclaration, contract_file: str) -> bool:
     return inside(real, tuple(os.path.realpath(os.path.expanduser(f)) for f in declaration.contracts))
 
 
+def operator_binds(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the operator has drawn the boundary anywhere (some server's roots or bound folders):
+    then no server is open by default, and a DuckDB or file server the operator did not declare has
+    no default root (another team cannot reach a bound server's file under a name of its own)."""
+    environ = os.environ if environ is None else environ
+    return any(k.startswith("DQ_CONTRACTS_") and k.endswith(("_ROOTS", "_CONTRACTS")) and v for k, v in environ.items())
+
+
+def default_root(declaration: ServerDeclaration, root: str | None, environ: Mapping[str, str] | None) -> str | None:
+    """The root a server may open when the operator declared no roots for it: the folder holding
+    the contracts folder (the single-team default); for a server the operator did not declare at
+    all, none once the operator binds anything."""
+    return "" if not declaration.declared and operator_binds(environ) else root
+
+
+_GLOB_CHARACTERS = re.compile(r"[*?\[\]{}]")
+
+
 def server_refusals(server: Mapping[str, Any], index: int, contract_file: str, folder: str, root: str | None,
                     physical_names: tuple[str, ...], environ: Mapping[str, str] | None = None
                     ) -> list[tuple[list[str | int], str]]:
@@ -245,6 +263,7 @@ def server_refusals(server: Mapping[str, Any], index: int, contract_file: str, f
     declaration = declaration_of(name, environ)
     kind = str(server.get("type") or "").lower()
     at = ["servers", index]
+    root = default_root(declaration, root, environ)
     if declaration.declared and not bound(declaration, contract_file):
         return [(at, f"server {name!r} is not bound to this contract's folder ({os.path.dirname(contract_file)}); "
                      f"the operator binds it to {', '.join(declaration.contracts)} "
@@ -265,6 +284,12 @@ def server_refusals(server: Mapping[str, Any], index: int, contract_file: str, f
         from dq_contracts.connections import Files  # the same placeholders as the reader
 
         files = Files(str(server.get("format")), str(server["path"]))
+        climbing = [p for p in physical_names if _GLOB_CHARACTERS.search(p)]
+        if climbing or str(server["path"]).count("**") > 1:  # Python's glob grows without bound in them
+            found.append(([*at, "path"], f"server {name!r}: a glob in an object's physicalName "
+                                         f"({', '.join(map(repr, climbing[:3]))}) or more than one '**' in the "
+                                         "path; write the object's file name, and at most one '**'"))
+            return found
         for physical in physical_names or ("",):
             problem = location_refusal(files.pattern_of(physical) if physical else files.path, folder, declaration,
                                        root, "path")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from dq_contracts.compiler import PROBLEMS_CHECKS, dagster_name
+from dq_contracts.compiler import INVALID_ASSET_PREFIX, PROBLEMS_CHECKS, dagster_name
 from dq_contracts.core import RejectedContract
 from dq_contracts.problems import Problem
 from dq_contracts.translator import ContractObjectData, DqContractsTranslator
@@ -26,7 +26,7 @@ log = logging.getLogger("dq_contracts")
 
 CONTRACT_VALID = "contract_valid"
 PROBLEMS_SENSOR = PROBLEMS_CHECKS  # an op and a sensor may share a name
-INVALID_PREFIX = "dq_contracts_invalid"
+INVALID_PREFIX = INVALID_ASSET_PREFIX
 
 _PROBLEM_COLUMNS = dg.TableSchema(columns=[dg.TableColumn(name, "string")
                                            for name in ("file", "line", "path", "message")])

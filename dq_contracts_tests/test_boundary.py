@@ -132,6 +132,13 @@ LOAD_ATTACKS = [
      "servers[0].schema", "names the schema 'main'"),
     ("duckdb: an object in the system catalog", {**DUCK, "database": "../data/wh.duckdb"}, {},
      "system.main.duckdb_settings", "servers[0].schema", "names the catalog 'system'"),
+    ("a server of its own beside a bound one", {**DUCK, "server": "mine", "database": "../data/wh.duckdb"},
+     {"DQ_CONTRACTS_LOCAL_CONTRACTS": "{site}/project/team_a", "DQ_CONTRACTS_LOCAL_ROOTS": "{site}/project/data"},
+     "t", "servers[0].database", "outside the folders"),
+    ("files: a glob in the physicalName", {**FILES, "path": "../data/{model}.csv"}, {}, "**/**/**/*",
+     "servers[0].path", "a glob in an object's physicalName"),
+    ("files: many ** in the path", {**FILES, "path": "../data/**/**/**/t.csv"}, {}, "t", "servers[0].path",
+     "more than one '**'"),
     # controls: what the operator lets through loads
     ("control: a schema the operator allows", {**DUCK, "database": "../data/wh.duckdb"},
      {"DQ_CONTRACTS_LOCAL_SCHEMAS": "main"}, "main.t", None, None),
@@ -190,7 +197,10 @@ def test_a_rejected_server_shows_a_failing_contract_valid_check_and_the_rest_of_
     from dq_contracts.resource import ServerSettings
     from dq_contracts_tests.conftest import run_checks
 
-    write(site, {**contract({**DUCK, "database": "../data/wh.duckdb"}), "id": "team_a"}, "project/contracts/team_a")
+    # team_a's own server is the shared one, bound to its folder (once the operator binds a server,
+    # a server it did not declare opens nothing)
+    write(site, {**contract({**DUCK, "server": "shared", "database": "../../data/wh.duckdb"}), "id": "team_a"},
+          "project/contracts/team_a")
     other = contract({**DUCK, "server": "shared", "database": "../../data/wh.duckdb"})
     write(site, {**other, "id": "team_b", "schema": [{**other["schema"][0], "name": "u", "physicalName": "u"}]},
           "project/contracts/team_b")

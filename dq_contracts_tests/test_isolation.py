@@ -336,7 +336,7 @@ TRANSLATOR_CASES = [
     (PrefixByDomain(), {"broken.odcs.yaml": INVALID.format(id="broken").replace("status: active\n",
                                                                               "status: active\ndomain: sales\n")},
      "sales/broken_table", "is not of type"),
-    (LastPartOnly(), {"team3.odcs.yaml": VALID.format(id="team3", table="other.team1_table")},
+    (LastPartOnly(), {"team3.odcs.yaml": VALID.format(id="team3", table="main.team1_table")},
      "team1_table", "is also the asset of"),
     (RaisesForTeam2(), {}, "team2_table", "KeyError: 'no owner mapping for team2'"),
 ]
