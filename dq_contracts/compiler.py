@@ -872,13 +872,14 @@ def share_classification(plans: list[ContractPlan]) -> list[ContractPlan]:
             return merged
 
         fold = servers[id(plan)][0][2] if servers[id(plan)] else str.lower
+        shared_tables: dict[int, dict] = {}  # a contract's SQL rules share one tables map: shared once
 
         def classify(obj: ObjectPlan) -> ObjectPlan:
             merged = union(obj.physical_name)
             columns = tuple(replace(c, classification=merged[fold(c.physical_name)][0],
                                     classified_by=merged[fold(c.physical_name)][1])
                             if not c.classified and fold(c.physical_name) in merged else c for c in obj.columns)
-            checks = tuple(_shared_check(c, union, fold) for c in obj.checks)
+            checks = tuple(_shared_check(c, union, fold, shared_tables) for c in obj.checks)
             return obj if (columns, checks) == (obj.columns, obj.checks) else replace(obj, columns=columns,
                                                                                       checks=checks)
 
@@ -887,7 +888,7 @@ def share_classification(plans: list[ContractPlan]) -> list[ContractPlan]:
     return out
 
 
-def _shared_check(check: CheckPlan, union, fold) -> CheckPlan:
+def _shared_check(check: CheckPlan, union, fold, shared_tables: dict[int, dict]) -> CheckPlan:
     """A check that reads another table of the contract, told which of its columns are classified
     by any contract of that table: a relationship's target, the tables a SQL rule may read (whose
     judge, where the rule runs, then refuses a classified column used as anything but a count)."""
@@ -895,9 +896,13 @@ def _shared_check(check: CheckPlan, union, fold) -> CheckPlan:
             and union(str(check.params["target_table"])):
         return replace(check, params=replace(check.params, target_classified=True))
     if check.kind == "sql" and check.params.get("tables"):
-        tables = {table: {column: classified or fold(column) in union(table) for column, classified in columns.items()}
-                  for table, columns in check.params["tables"].items()}
-        if tables != check.params["tables"]:
+        original = check.params["tables"]
+        if id(original) not in shared_tables:
+            shared = {table: {column: classified or fold(column) in union(table) for column, classified in
+                              columns.items()} for table, columns in original.items()}
+            shared_tables[id(original)] = original if shared == original else shared
+        tables = shared_tables[id(original)]
+        if tables is not original:
             return replace(check, params=replace(check.params, tables=tables))
     return check
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from dq_contracts.checking import ServerChoiceError, choose_server
 from dq_contracts.connections import connection_for
 from dq_contracts.core import load_contracts
 from dq_contracts.definitions import build_contract_defs
@@ -24,13 +25,20 @@ CONTRACTS_DIR = Path(os.environ.get("DQ_CONTRACTS_DIR", "contracts"))
 
 
 def demo_database(plans: list[ContractPlan]) -> Path:
-    """The DuckDB file the contracts check: the first DuckDB server with a file of the first contract."""
+    """The DuckDB file the contracts check: the server the first contract's checks use, when it is a
+    DuckDB file the operator's declaration lets it open (else the default file: a contract's other
+    servers, or one it may not open, neither choose where the demo writes nor take the code location
+    down)."""
     for plan in sorted(plans, key=lambda p: p.file):
-        for server in plan.servers:
-            if str(server.get("type")).lower() == "duckdb" and server.get("database"):
-                database = connection_for(server, {}, plan.folder).url.database
-                if database and database != ":memory:":
-                    return Path(database)
+        try:
+            server = choose_server(plan)
+            if str(server.get("type")).lower() != "duckdb" or not server.get("database"):
+                continue
+            database = connection_for(server, None, plan.folder, plan.root).url.database
+        except (ServerChoiceError, ValueError):
+            continue
+        if database and database != ":memory:":
+            return Path(database)
     return DEFAULT_DATABASE
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import operator
 import os
+import stat
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -188,6 +189,25 @@ def display_path(path: Path) -> str:
         return str(path)
 
 
+def _read_without_blocking(path: Path, limit: int) -> bytes:
+    """At most `limit` bytes of a regular file, opened so that a FIFO, a device or a file of /proc
+    that would block refuses instead (O_NONBLOCK), and never more than the limit read."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(0, "not a regular file")
+        chunks, left = [], limit
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def find_contract_files(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Path], list[Problem]]:
     """Every candidate file under `paths` (files or folders, searched recursively), sorted."""
     found: dict[Path, None] = {}
@@ -195,9 +215,15 @@ def find_contract_files(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[P
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
+            real_folder = os.path.realpath(path)
             for candidate in sorted(path.rglob("*")):
                 if candidate.is_file() and candidate.name.lower().endswith(DATA_SUFFIXES):
                     if not any(part.startswith(".") for part in candidate.relative_to(path).parts):
+                        if not os.path.realpath(candidate).startswith(real_folder.rstrip(os.sep) + os.sep):
+                            # a symlink out of the folder (/proc/kmsg blocks whoever reads it)
+                            problems.append(Problem(display_path(candidate), "a symbolic link to a file outside "
+                                                    "the folder loaded; not read"))
+                            continue
                         found[candidate] = None
         elif path.is_file():
             found[path] = None
@@ -390,9 +416,12 @@ def read_document(path: Path, *, explicit: bool = False) -> tuple[LoadedDocument
                            f"{MAX_FILE_BYTES // 1024 // 1024} MiB for a contract; refused")
         ]
     try:
-        raw = path.read_bytes()
+        raw = _read_without_blocking(path, MAX_FILE_BYTES + 1)
     except OSError as exc:
         return None, [Problem(shown, f"cannot read the file: {exc.strerror or exc}")]
+    if len(raw) > MAX_FILE_BYTES:  # it grew, or says a size of 0 (a file of /proc)
+        return None, [Problem(shown, f"file is over the limit of {MAX_FILE_BYTES // 1024 // 1024} MiB for a "
+                                     "contract; refused")]
     if not is_contract_name and not explicit and not _KIND_HINT.search(raw):
         return None, []  # e.g. a defs.yaml beside the contracts
     if b"\x00" in raw:

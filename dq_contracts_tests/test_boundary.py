@@ -365,3 +365,17 @@ def test_a_function_in_the_search_path_cannot_change_what_a_check_means(pg_datab
         with Warehouses(environ) as warehouses:
             results = {r.name: r for r in run_contract(plan, warehouses)}
     assert (results[clause].passed, results[clause].error) == (False, None)
+
+
+def test_a_contract_file_that_would_block_or_lies_outside_is_not_read(site):
+    """A symlink named like a contract to a file outside the folder (/proc/kmsg blocks whoever reads
+    it) is not read; a FIFO named on the command line is refused, never waited on."""
+    contracts = site / "project" / "contracts"
+    (site / "outside" / "x.odcs.yaml").write_text(yaml.safe_dump(contract({**DUCK, "database": "../data/wh.duckdb"})))
+    os.symlink(site / "outside" / "x.odcs.yaml", contracts / "x.odcs.yaml")
+    fifo = site / "project" / "y.odcs.yaml"
+    os.mkfifo(fifo)
+    loaded = _in_thread(lambda: load_contracts([contracts, fifo], environ={}), seconds=30)
+    said = {Path(p.file).name: p.message for p in loaded.problems}
+    assert "outside the folder loaded" in said["x.odcs.yaml"] and "y.odcs.yaml" in said
+    assert loaded.usable_plans == []
