@@ -379,3 +379,26 @@ def test_a_contract_file_that_would_block_or_lies_outside_is_not_read(site):
     said = {Path(p.file).name: p.message for p in loaded.problems}
     assert "outside the folder loaded" in said["x.odcs.yaml"] and "y.odcs.yaml" in said
     assert loaded.usable_plans == []
+
+
+@pytest.mark.parametrize("first", ["victim", "attacker"])
+def test_a_shared_endpoint_reads_each_contracts_own_schema(site, first):
+    """Two contracts on one DuckDB file, each in its schema: whichever opens the file first, each
+    reads its own tables (the victim's bad rows fail its clauses; the attacker's clean copy passes)."""
+    wh = site / "project" / "data" / "wh.duckdb"
+    wh.unlink()
+    duckdb_with(wh, *TABLE, "CREATE SCHEMA clean", "CREATE TABLE clean.t (id INTEGER, code VARCHAR, amount INTEGER)",
+                "INSERT INTO clean.t SELECT i, 'abc', 5 FROM range(1, 10) r(i)")
+    victim = {**contract({**DUCK, "database": "../data/wh.duckdb"}), "id": "victim"}
+    attacker = {**contract({**DUCK, "schema": "clean", "database": "../data/wh.duckdb"}), "id": "attacker"}
+    attacker["schema"] = [{**attacker["schema"][0], "name": "u", "physicalName": "t",
+                           "customProperties": [{"property": "dagsterAssetKey", "value": "clean/t"}]}]
+    for doc in (victim, attacker):
+        (site / "project" / "contracts" / f"{doc['id']}.odcs.yaml").write_text(yaml.safe_dump(doc))
+    loaded = load_contracts([site / "project" / "contracts"], environ={})
+    plans = {p.id: p for p in loaded.usable_plans}
+    order = ["victim", "attacker"] if first == "victim" else ["attacker", "victim"]
+    with Warehouses({}) as warehouses:
+        results = {cid: {r.name: r.passed for r in run_contract(plans[cid], warehouses)} for cid in order}
+    assert results["victim"]["code__pattern"] is False and results["victim"]["amount__minimum"] is False
+    assert results["attacker"]["code__pattern"] is True and results["attacker"]["amount__minimum"] is True

@@ -99,6 +99,11 @@ ATTACKS = {
         {"a.odcs.yaml": contract("one", obj("t"), sla=cron("* * * * * *"))}, {"a"}),
     "30 February": (
         {"a.odcs.yaml": contract("one", obj("t"), sla=cron("0 0 30 2 *"))}, {"a"}),
+    "31 April, a cron that never fires": (
+        {"a.odcs.yaml": contract("one", obj("t"), sla=cron("0 0 31 4 *"))}, {"a"}),
+    "an asset under dq_contracts_invalid/": (
+        {"a.odcs.yaml": contract("one", {**obj("t"), "customProperties": [
+            {"property": "dagsterAssetKey", "value": "dq_contracts_invalid/broken_odcs_yaml"}]})}, {"a"}),
 }
 
 INNOCENT = contract("innocent", obj("innocent_table", partitioned=True), sla=cron("0 6 * * *"))
@@ -216,3 +221,19 @@ def test_two_objects_the_translator_keys_alike_are_neither_contracts(tmp_path, f
     spec = next(s for c in defs.asset_checks for s in c.check_specs
                 if s.asset_key.to_user_string() == "t" and s.name == "contract_valid")
     assert "a.odcs.yaml" in spec.description and "z.odcs.yaml" in spec.description, spec.description
+
+
+@pytest.mark.parametrize("new_id", ["aaa", "zzz"])
+def test_a_new_contract_with_the_same_name_takes_nothing_of_the_other(tmp_path, new_id):
+    """Before, the contract whose id sorted first kept the short name (and the jobs, schedules and UI
+    state on it): now neither takes it, whatever the ids, and validate says so."""
+    folder = write(tmp_path / "c", {"old.odcs.yaml": contract("mmm", obj("t1"), name="orders", sla=cron("0 6 * * *")),
+                                    "new.odcs.yaml": contract(new_id, obj("t2"), name="orders")})
+    loaded = load_contracts([folder])
+    prefixes = {k.rsplit("/", 1)[-1]: v for k, v in loaded.prefixes.items()}
+    assert prefixes["old.odcs.yaml"] == "mmm" and prefixes["new.odcs.yaml"] == new_id
+    warned = {p.file.rsplit("/", 1)[-1] for p in loaded.problems if p.severity == "warning" and "'orders'" in p.message}
+    assert warned == {"old.odcs.yaml", "new.odcs.yaml"}
+    defs = build_contract_defs(folder, contract_jobs=True)
+    dg.Definitions.validate_loadable(defs)
+    assert {j.name for j in defs.jobs if j.name.endswith("__checks")} >= {"mmm__checks", f"{new_id}__checks"}
