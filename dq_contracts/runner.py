@@ -312,6 +312,8 @@ def run_object(
     wanted = set(selected) if selected is not None else None
     checks = [c for c in obj.checks if wanted is None or c.name in wanted]
     secrets = list(secrets)
+    if schema is None and engine.dialect.name == "postgresql":
+        schema = "public"  # the session resolves names in pg_catalog alone (_settings): tables name their schema
     common = dict(schema=schema, now=now, timeout_seconds=timeout_seconds, secrets=secrets, files=files)
     if partition is None:
         return _run_checks(contract, obj, engine, checks, **common)

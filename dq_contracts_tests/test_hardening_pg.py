@@ -60,7 +60,7 @@ def warehouse(cluster):
         c.exec_driver_sql("GRANT ALL ON ALL TABLES IN SCHEMA public TO dq_writer")
         c.exec_driver_sql("GRANT CREATE ON SCHEMA public TO dq_writer")
         c.exec_driver_sql("CREATE OR REPLACE FUNCTION sneaky() RETURNS bigint LANGUAGE sql "
-                          "AS 'DELETE FROM x RETURNING 0'")
+                          "AS 'DELETE FROM public.x RETURNING 0'")
         c.exec_driver_sql("SELECT pg_stat_force_next_flush()")  # so the counters are current
     yield engine
     engine.dispose()
@@ -319,6 +319,7 @@ def test_the_read_only_transaction_stops_a_writing_function(cluster, warehouse, 
     engine = sa.create_engine(f"postgresql+psycopg2://{role}:{password}@127.0.0.1:{cluster.port}/wh")
     with pytest.raises(sa.exc.DBAPIError, match="read-only transaction"):
         with read_only(engine, 10) as connection:
-            connection.exec_driver_sql("SELECT sneaky()")
+            # named with its schema: the session resolves names in pg_catalog alone, a lock of its own
+            connection.exec_driver_sql("SELECT public.sneaky()")
     engine.dispose()
     assert table_stats(warehouse) == before
