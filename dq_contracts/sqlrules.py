@@ -506,14 +506,7 @@ class _Checker:
         return any(self.tables[t].get(name, False) for t in self.read)
 
     def counted_only(self, node: Any) -> bool:
-        """Whether a column is used as COUNT(c), COUNT(DISTINCT c) or c IS [NOT] NULL."""
-        exp = self.exp
-        parent = node.parent
-        if isinstance(parent, exp.Distinct) and parent.args.get("expressions") == [node]:
-            node, parent = parent, parent.parent
-        if isinstance(parent, exp.Count) and parent.this is node:
-            return True
-        return isinstance(parent, exp.Is) and parent.this is node and isinstance(parent.expression, exp.Null)
+        return _counted_only(node)
 
 
 # --- the SQL that runs ---------------------------------------------------------------------------
