@@ -17,8 +17,8 @@ from pathlib import Path
 
 import yaml
 
-from dq_contracts.core import load_contracts
-from dq_contracts.loader import _NoTimestampLoader
+from dq_contracts.odcs.load import load_contracts
+from dq_contracts.odcs.loader import _NoTimestampLoader
 
 KINDS = [
     {"logicalType": "string", "required": True, "logicalTypeOptions": {"maxLength": 40, "pattern": "^[a-z]+$"}},

@@ -112,9 +112,9 @@ def plain_data(folder: Path):
     """What `build_contract_defs(folder)` emits (its defaults), as JSON-able plain data; and our defs."""
     import dagster as dg
 
-    from dq_contracts.core import load_contracts
-    from dq_contracts.definitions import build_contract_defs
-    from dq_contracts.translator import checks_condition
+    from dq_contracts.odcs.load import load_contracts
+    from dq_contracts.dagster_defs.definitions import build_contract_defs
+    from dq_contracts.dagster_defs.translator import checks_condition
 
     loaded = load_contracts([folder])
     assert not loaded.errors and not loaded.rejected, loaded.errors[:3]
@@ -163,7 +163,7 @@ def plain_data(folder: Path):
 
 # --- the baseline: Dagster objects from plain data ----------------------------------------------
 
-class ServerSettings(dg.Config):  # the shape of dq_contracts.resource.WarehouseResource
+class ServerSettings(dg.Config):  # the shape of dq_contracts.dagster_defs.resource.WarehouseResource
     url: str | None = None
     host: str | None = None
 
@@ -277,7 +277,7 @@ def counts(defs) -> dict:
 def worker_ours(folder: Path) -> dict:
     import dagster as dg
 
-    import dq_contracts.definitions as d
+    import dq_contracts.dagster_defs.definitions as d
 
     core_seconds = []
     load = d.load_contracts
@@ -325,7 +325,7 @@ def worker_profile(folder: Path) -> dict:
 
     import dagster as dg
 
-    from dq_contracts.definitions import build_contract_defs
+    from dq_contracts.dagster_defs.definitions import build_contract_defs
 
     profiler = cProfile.Profile()
     profiler.enable()

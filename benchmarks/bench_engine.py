@@ -1,6 +1,6 @@
 """The 20-check `orders` contract on DuckDB and PostgreSQL, clean and failing, four ways.
 
-* ours:  `dq_contracts.runner.run_object` on an engine from `dq_contracts.connections.engine_for`,
+* ours:  `dq_contracts.engine.runner.run_object` on an engine from `dq_contracts.engine.connections.engine_for`,
          the server read from the contract by `connection_for`, as the product runs it;
 * floor: the SQL an expert would write by hand: one aggregate of every count-style measure, the
          compound-key query and one catalog query, on one connection kept open (autocommit);
@@ -64,12 +64,12 @@ import sqlalchemy as sa
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository: its test cluster helper
-from dq_contracts.connections import connection_for, engine_for  # noqa: E402
-from dq_contracts.core import load_contracts
-from dq_contracts.kinds import KINDS, Scope, uses_aggregate
-from dq_contracts.plans import percent_of
-from dq_contracts.runner import run_object
-from dq_contracts.sql import compound_duplicates, table_for
+from dq_contracts.engine.connections import connection_for, engine_for  # noqa: E402
+from dq_contracts.odcs.load import load_contracts
+from dq_contracts.engine.check_kinds import KINDS, Scope, uses_aggregate
+from dq_contracts.odcs.plans import percent_of
+from dq_contracts.engine.runner import run_object
+from dq_contracts.engine.sql import compound_duplicates, table_for
 
 from dq_contracts_tests.orders_contract import (  # noqa: E402 - the contract the round-trip test checks too
     CURRENCY_PATTERN,

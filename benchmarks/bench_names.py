@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from dq_contracts.core import load_contracts
+from dq_contracts.odcs.load import load_contracts
 
 HEAD = {"apiVersion": "v3.1.0", "kind": "DataContract", "id": "bench", "version": "1.0.0", "status": "active",
         "servers": [{"server": "local", "type": "duckdb", "database": "w.duckdb"}]}

@@ -151,7 +151,7 @@ def checks_alone(folder: Path, path: str, key: str | None, env: dict | None = No
 
 def worker(path: str, key: str | None) -> None:
     from dq_contracts import load_contracts
-    from dq_contracts.checking import Warehouses, choose_server, run_contract
+    from dq_contracts.engine.contracts import Warehouses, choose_server, run_contract
 
     plan = load_contracts([path]).usable_plans[0]
     with Warehouses() as warmup:  # imports the server's SQLAlchemy dialect, without connecting

@@ -4,20 +4,20 @@ The core (load, validate, normalise, compile, SQL) never imports Dagster; the Da
 are imported on first use, so `dq-contracts validate` starts fast.
 """
 
-from dq_contracts.core import LoadResult, load_contracts
-from dq_contracts.plans import CheckPlan, ContractPlan, ObjectPlan
-from dq_contracts.problems import ContractError, Problem
+from dq_contracts.odcs.load import LoadResult, load_contracts
+from dq_contracts.odcs.plans import CheckPlan, ContractPlan, ObjectPlan
+from dq_contracts.odcs.problems import ContractError, Problem
 
 __version__ = "0.1.0"
 
 _DAGSTER_NAMES = {
-    "build_contract_defs": "dq_contracts.definitions",
-    "DqContractsTranslator": "dq_contracts.translator",
-    "ContractsComponent": "dq_contracts.component",
-    "WarehouseResource": "dq_contracts.resource",
-    "ServerSettings": "dq_contracts.resource",
-    "ContractObjectData": "dq_contracts.translator",
-    "ContractCheckData": "dq_contracts.translator",
+    "build_contract_defs": "dq_contracts.dagster_defs.definitions",
+    "DqContractsTranslator": "dq_contracts.dagster_defs.translator",
+    "ContractsComponent": "dq_contracts.dagster_defs.component",
+    "WarehouseResource": "dq_contracts.dagster_defs.resource",
+    "ServerSettings": "dq_contracts.dagster_defs.resource",
+    "ContractObjectData": "dq_contracts.dagster_defs.translator",
+    "ContractCheckData": "dq_contracts.dagster_defs.translator",
 }
 
 __all__ = [

@@ -7,9 +7,9 @@ import json
 import sys
 from typing import Sequence
 
-from dq_contracts.compiler import schedule_name
-from dq_contracts.core import LoadResult, load_contracts
-from dq_contracts.plans import ContractPlan
+from dq_contracts.odcs.compiler import schedule_name
+from dq_contracts.odcs.load import LoadResult, load_contracts
+from dq_contracts.odcs.plans import ContractPlan
 
 
 def _print_problems(result: LoadResult, stream) -> None:
@@ -21,7 +21,7 @@ def _dagster_cron_rule(cron: str) -> str | None:
     """Dagster's own cron rule (the Dagster layer's), imported only once a contract has a cron:
     importing Dagster takes seconds, which a folder without crons need not pay."""
     try:
-        from dq_contracts.specs import cron_refusal
+        from dq_contracts.dagster_defs.specs import cron_refusal
     except ImportError:  # no Dagster here: croniter's rule alone
         return None
     return cron_refusal(cron)
@@ -107,10 +107,10 @@ def _statements(results: list) -> list[dict]:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from dq_contracts.checking import Warehouses, run_contract  # the engine only when checks run
+    from dq_contracts.engine.contracts import Warehouses, run_contract  # the engine only when checks run
 
-    from dq_contracts.checking import partition_of_key
-    from dq_contracts.partitions import PartitionKeyError
+    from dq_contracts.engine.contracts import partition_of_key
+    from dq_contracts.odcs.partitions import PartitionKeyError
 
     loaded = load_contracts(args.paths, server=args.server)
     results = []
@@ -182,7 +182,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"dq-contracts report: DAGSTER_HOME={os.environ['DAGSTER_HOME']} is not a folder; point it at "
               "the Dagster instance folder to read", file=sys.stderr)
         return 1
-    from dq_contracts.report import report_from_instance, report_text  # imports Dagster: only here
+    from dq_contracts.dagster_defs.report import report_from_instance, report_text  # imports Dagster: only here
 
     loaded = load_contracts(args.paths)
     report = report_from_instance(loaded.usable_plans)
@@ -241,7 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except Exception as exc:  # never a traceback for the user; the message says what failed
         # ... except while checking, where an unexpected error may quote a value of the data
-        from dq_contracts.runner import withheld
+        from dq_contracts.engine.results import withheld
 
         said = (withheld(exc, "dq-contracts check", "it may quote a value of the data") if args.run is cmd_check
                 else f"{type(exc).__name__}: {exc}")

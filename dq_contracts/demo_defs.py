@@ -14,12 +14,12 @@ from pathlib import Path
 
 import dagster as dg
 
-from dq_contracts.checking import ServerChoiceError, choose_server
-from dq_contracts.connections import connection_for
-from dq_contracts.core import load_contracts
-from dq_contracts.definitions import build_contract_defs
+from dq_contracts.engine.contracts import ServerChoiceError, choose_server
+from dq_contracts.engine.connections import connection_for
+from dq_contracts.odcs.load import load_contracts
+from dq_contracts.dagster_defs.definitions import build_contract_defs
 from dq_contracts.demo import DEFAULT_DATABASE, TABLES, write_tables
-from dq_contracts.plans import ContractPlan
+from dq_contracts.odcs.plans import ContractPlan
 
 CONTRACTS_DIR = Path(os.environ.get("DQ_CONTRACTS_DIR", "contracts"))
 

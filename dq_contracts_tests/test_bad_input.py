@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from dq_contracts.core import load_contracts
+from dq_contracts.odcs.load import load_contracts
 
 GOOD = """\
 apiVersion: v3.1.0

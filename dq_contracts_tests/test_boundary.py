@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dq_contracts.checking import Warehouses, run_contract
-from dq_contracts.connections import connection_for, engine_for
-from dq_contracts.core import load_contracts
+from dq_contracts.engine.contracts import Warehouses, run_contract
+from dq_contracts.engine.connections import connection_for, engine_for
+from dq_contracts.odcs.load import load_contracts
 from dq_contracts_tests.conftest import duckdb_with
 
 TABLE = ("CREATE SCHEMA analytics", "CREATE TABLE analytics.t (id INTEGER, code VARCHAR, amount INTEGER)",
@@ -194,7 +194,7 @@ def test_a_rejected_server_shows_a_failing_contract_valid_check_and_the_rest_of_
     import dagster as dg
 
     from dq_contracts import WarehouseResource, build_contract_defs
-    from dq_contracts.resource import ServerSettings
+    from dq_contracts.dagster_defs.resource import ServerSettings
     from dq_contracts_tests.conftest import run_checks
 
     # team_a's own server is the shared one, bound to its folder (once the operator binds a server,

@@ -5,10 +5,7 @@ table says so (principle 3), and no value of one leaves the database whatever th
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -84,7 +81,7 @@ def test_a_column_is_classified_if_any_contract_of_its_table_says_so(two_servers
     import dagster as dg
 
     from dq_contracts import build_contract_defs
-    from dq_contracts.resource import WarehouseResource
+    from dq_contracts.dagster_defs.resource import WarehouseResource
 
     engine, servers, environ, writers = two_servers
     shared = on_duckdb if engine == "duckdb" else on_postgres
@@ -296,7 +293,7 @@ def test_no_classified_value_leaves_the_database_whatever_the_error(attacked, lo
     import dagster as dg
 
     from dq_contracts import build_contract_defs, sqlrules
-    from dq_contracts.resource import WarehouseResource
+    from dq_contracts.dagster_defs.resource import WarehouseResource
 
     if locks == "messages alone":
         monkeypatch.setattr(sqlrules._Checker, "counted_only", lambda self, node: True)
@@ -368,7 +365,7 @@ PARTITIONED = [
 @pytest.mark.parametrize("case, declaration, by", PARTITIONED, ids=[r[0] for r in PARTITIONED])
 def test_a_classified_column_cannot_partition_a_table(tmp_path, case, declaration, by):
     """Each partition's results would tell which values exist: such a contract is refused at load."""
-    from dq_contracts.core import load_contracts
+    from dq_contracts.odcs.load import load_contracts
 
     server = {"server": "local", "type": "duckdb", "database": str(tmp_path / "wh.duckdb")}
     mark = {"classification": "pii"} if by == "this" else {}

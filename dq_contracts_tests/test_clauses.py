@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dq_contracts.core import load_contracts
+from dq_contracts.odcs.load import load_contracts
 
 CASES = yaml.safe_load((Path(__file__).parent / "cases" / "clauses.yaml").read_text())
 

@@ -6,8 +6,8 @@ import duckdb
 import pytest
 import sqlalchemy as sa
 
-from dq_contracts.connections import connection_for, engine_for
-from dq_contracts.runner import scrub
+from dq_contracts.engine.connections import connection_for, engine_for
+from dq_contracts.engine.results import scrub
 
 
 def test_postgres_credentials_come_from_the_environment():

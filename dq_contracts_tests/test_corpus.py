@@ -9,9 +9,9 @@ import jsonschema
 import pytest
 import yaml
 
-from dq_contracts.core import load_contracts
-from dq_contracts.loader import read_document
-from dq_contracts.paths import pointer
+from dq_contracts.odcs.load import load_contracts
+from dq_contracts.odcs.loader import read_document
+from dq_contracts.odcs.paths import pointer
 from dq_contracts_tests.conftest import CONTRACTS, CORPUS, SCHEMAS
 
 INDEX = json.loads((CORPUS / "index.json").read_text()) if (CORPUS / "index.json").exists() else []

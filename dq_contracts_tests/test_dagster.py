@@ -17,8 +17,8 @@ import sqlalchemy as sa
 
 from dq_contracts import ContractError, DqContractsTranslator, build_contract_defs
 from dq_contracts.demo import write_tables
-from dq_contracts.resource import WarehouseResource
-from dq_contracts.translator import with_check_attributes
+from dq_contracts.dagster_defs.resource import WarehouseResource
+from dq_contracts.dagster_defs.translator import with_check_attributes
 from dq_contracts_tests.conftest import CONTRACTS, DEMO_CHECKS, REPO, SKIPPED_IN_A_FULL_RUN, demo_shop, run_checks
 from dq_contracts_tests.test_check_cli import DOCUMENTED
 

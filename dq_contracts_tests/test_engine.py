@@ -9,8 +9,8 @@ import pytest
 import sqlalchemy as sa
 import yaml
 
-from dq_contracts.core import load_contracts
-from dq_contracts.runner import normalise_type, run_object
+from dq_contracts.odcs.load import load_contracts
+from dq_contracts.engine.runner import normalise_type, run_object
 
 CONTRACT = {
     "apiVersion": "v3.2.0", "kind": "DataContract", "id": "m", "version": "1.0.0", "status": "active",
@@ -81,7 +81,7 @@ def warehouse(request, tmp_path):
 
 def parquet_server(tmp_path, rows) -> tuple[sa.Engine, object]:
     """The same rows as a parquet file of a `local` file server: (engine, files)."""
-    from dq_contracts.connections import connection_for, engine_for
+    from dq_contracts.engine.connections import connection_for, engine_for
 
     writer = fill(sa.create_engine(f"duckdb:///{tmp_path / 'source.duckdb'}"), rows)
     with writer.begin() as c:

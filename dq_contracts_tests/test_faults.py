@@ -7,8 +7,8 @@ import pytest
 import sqlalchemy as sa
 import yaml
 
-from dq_contracts.checking import Warehouses, run_contract
-from dq_contracts.core import load_contracts
+from dq_contracts.engine.contracts import Warehouses, run_contract
+from dq_contracts.odcs.load import load_contracts
 from dq_contracts_tests.pgcluster import PASSWORD
 
 EVIL = '"; DROP TABLE x; --'

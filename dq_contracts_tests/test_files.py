@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 import yaml
 
-from dq_contracts.connections import connection_for, engine_for
+from dq_contracts.engine.connections import connection_for, engine_for
 
 ROWS = "(VALUES (1, 'ann', '10.5'), (2, 'bob', '7'), (2, 'X9', 'lots')) t(id, name, amount)"
 

@@ -32,10 +32,10 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from dq_contracts import cli
-from dq_contracts.core import load_contracts
-from dq_contracts.loader import read_document
-from dq_contracts.normalise import OPERATORS
-from dq_contracts.paths import pointer
+from dq_contracts.odcs.load import load_contracts
+from dq_contracts.odcs.loader import read_document
+from dq_contracts.odcs.normalise import OPERATORS
+from dq_contracts.odcs.paths import pointer
 
 _COMMON = {"deadline": None, "database": None, "print_blob": True,
            "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large,

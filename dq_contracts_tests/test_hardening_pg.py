@@ -13,9 +13,9 @@ import sqlalchemy as sa
 import yaml
 
 from dq_contracts import build_contract_defs
-from dq_contracts.checking import Warehouses, run_contract
-from dq_contracts.core import load_contracts
-from dq_contracts.resource import WarehouseResource
+from dq_contracts.engine.contracts import Warehouses, run_contract
+from dq_contracts.odcs.load import load_contracts
+from dq_contracts.dagster_defs.resource import WarehouseResource
 from dq_contracts_tests.conftest import start_cluster
 from dq_contracts_tests.pgcluster import PASSWORD as SUPERUSER_PW
 
@@ -313,7 +313,7 @@ def test_the_password_appears_nowhere(cluster, warehouse, tmp_path, monkeypatch,
 @pytest.mark.parametrize("role,password", [("dq_reader", READER_PW), ("dq_writer", WRITER_PW)])
 def test_the_read_only_transaction_stops_a_writing_function(cluster, warehouse, role, password):
     """The second lock, behind the allow-list: whatever a query calls, it runs read-only."""
-    from dq_contracts.runner import read_only
+    from dq_contracts.engine.sessions import read_only
 
     before = table_stats(warehouse)
     engine = sa.create_engine(f"postgresql+psycopg2://{role}:{password}@127.0.0.1:{cluster.port}/wh")

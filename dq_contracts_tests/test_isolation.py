@@ -9,7 +9,6 @@ import json
 import logging
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import dagster as dg
@@ -265,7 +264,7 @@ def test_a_server_name_no_contract_has_is_found_at_load(tmp_path, where, outcome
     if where == "component":
         from dagster.components.testing.utils import component_defs
 
-        from dq_contracts.component import ContractsComponent
+        from dq_contracts.dagster_defs.component import ContractsComponent
 
         defs = component_defs(component=ContractsComponent(contracts_dir=str(folder), server="prod"))
     else:

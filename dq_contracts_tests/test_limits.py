@@ -14,8 +14,8 @@ import pytest
 import sqlalchemy as sa
 import yaml
 
-from dq_contracts.core import load_contracts
-from dq_contracts.runner import (DEFAULT_MEASURES_PER_STATEMENT, DISTINCT_COUNTS_PER_STATEMENT, MEASURES_PER_STATEMENT,
+from dq_contracts.odcs.load import load_contracts
+from dq_contracts.engine.runner import (DEFAULT_MEASURES_PER_STATEMENT, DISTINCT_COUNTS_PER_STATEMENT, MEASURES_PER_STATEMENT,
                                  run_object)
 
 NOW = dt.datetime(2026, 6, 1, 12, tzinfo=dt.timezone.utc)

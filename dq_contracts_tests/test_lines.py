@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from dq_contracts.core import load_contracts
-from dq_contracts.loader import read_document
-from dq_contracts.paths import named_path, parts_of
+from dq_contracts.odcs.load import load_contracts
+from dq_contracts.odcs.loader import read_document
+from dq_contracts.odcs.paths import named_path, parts_of
 from dq_contracts_tests.conftest import CONTRACTS
 
 ORDERS = CONTRACTS / "orders.odcs.yaml"

@@ -95,7 +95,7 @@ def test_the_paused_collector_collects_in_full_only_after_a_large_build(made, fu
     it saves (a test run that loads contracts thousands of times took twice as long)."""
     import gc
 
-    from dq_contracts.core import gc_paused
+    from dq_contracts.odcs.load import gc_paused
 
     seen: list[int] = []
     callback = lambda phase, info: seen.append(info["generation"]) if phase == "start" else None  # noqa: E731

@@ -6,7 +6,7 @@ import re
 
 import yaml
 
-from dq_contracts.core import load_contracts
+from dq_contracts.odcs.load import load_contracts
 
 BASE = {
     "apiVersion": "v3.1.0", "kind": "DataContract", "id": "c", "version": "1.0.0", "status": "active",
@@ -60,7 +60,7 @@ def test_plan_names_the_schedules_dagster_defines():
     import sys
     from pathlib import Path
 
-    from dq_contracts.definitions import build_contract_defs
+    from dq_contracts.dagster_defs.definitions import build_contract_defs
 
     root = Path(__file__).resolve().parent.parent
     shown = subprocess.run([sys.executable, "-m", "dq_contracts.cli", "plan", "contracts"], cwd=root,

@@ -17,12 +17,12 @@ import yaml
 from dagster._core.definitions.utils import DISALLOWED_NAMES
 
 from dq_contracts.cli import main
-from dq_contracts.compiler import DAGSTER_RESERVED, UniqueNames, _unique_names
-from dq_contracts.core import load_contracts
-from dq_contracts.definitions import build_contract_defs
-from dq_contracts.plans import CheckPlan
-from dq_contracts.specs import cron_refusal
-from dq_contracts.translator import DqContractsTranslator
+from dq_contracts.odcs.compiler import DAGSTER_RESERVED, UniqueNames, _unique_names
+from dq_contracts.odcs.load import load_contracts
+from dq_contracts.dagster_defs.definitions import build_contract_defs
+from dq_contracts.odcs.plans import CheckPlan
+from dq_contracts.dagster_defs.specs import cron_refusal
+from dq_contracts.dagster_defs.translator import DqContractsTranslator
 
 SERVER = [{"server": "local", "type": "duckdb", "database": "warehouse.duckdb"}]
 DAILY = {"property": "dagsterPartitions", "value": {"type": "daily", "start": "2026-06-01"}}

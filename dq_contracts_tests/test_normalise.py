@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from dq_contracts.normalise import normalise
+from dq_contracts.odcs.normalise import normalise
 
 
 def doc(rule=None, options=None, sla=None, default_element=None):
@@ -56,7 +56,7 @@ def test_rewrite(label, document, check):
 
 
 def test_unknown_v30_rule_is_left_and_listed_not_enforced(write_contract):
-    from dq_contracts.core import load_contracts
+    from dq_contracts.odcs.load import load_contracts
 
     path = write_contract("""
         apiVersion: v3.0.2
@@ -80,7 +80,7 @@ def test_unknown_v30_rule_is_left_and_listed_not_enforced(write_contract):
 
 
 def test_v30_rule_with_two_operators_keeps_both(write_contract):
-    from dq_contracts.core import load_contracts
+    from dq_contracts.odcs.load import load_contracts
 
     path = write_contract("""
         apiVersion: v3.0.2

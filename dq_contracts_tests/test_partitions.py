@@ -15,9 +15,9 @@ import pytest
 import sqlalchemy as sa
 import yaml
 
-from dq_contracts.core import load_contracts
-from dq_contracts.partitions import Partition, PartitionKeyError, PartitionPlan, multi_partition, partition_for
-from dq_contracts.runner import run_object
+from dq_contracts.odcs.load import load_contracts
+from dq_contracts.odcs.partitions import Partition, PartitionKeyError, PartitionPlan, multi_partition, partition_for
+from dq_contracts.engine.runner import run_object
 
 DECLARED = {"property": "dagsterPartitions", "value": {"type": "daily", "start": "2026-06-01"}}
 

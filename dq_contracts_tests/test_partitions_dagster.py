@@ -13,7 +13,7 @@ import sqlalchemy as sa
 import yaml
 
 from dq_contracts import build_contract_defs, load_contracts
-from dq_contracts.report import build_report, report_text
+from dq_contracts.dagster_defs.report import build_report, report_text
 from dq_contracts_tests.conftest import run_checks
 from dq_contracts_tests.test_partitions import BAD_DAY, CONTRACT, GOOD_DAY, ROWS, SEMANTICS, fill
 

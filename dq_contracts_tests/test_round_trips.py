@@ -11,8 +11,8 @@ import pytest
 import sqlalchemy as sa
 import yaml
 
-from dq_contracts.checking import Warehouses, run_contract
-from dq_contracts.core import load_contracts
+from dq_contracts.engine.contracts import Warehouses, run_contract
+from dq_contracts.odcs.load import load_contracts
 from dq_contracts_tests.orders_contract import ORDERS
 
 # 20 checks on one table: 19 clauses and the schema check (the benchmark's contract too).

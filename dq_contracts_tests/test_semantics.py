@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dq_contracts.compiler import TIME_UNITS
-from dq_contracts.plans import CheckPlan, Condition, percent_of
+from dq_contracts.odcs.compiler import TIME_UNITS
+from dq_contracts.odcs.plans import CheckPlan, Condition, percent_of
 
 
 def check(*conditions):
@@ -47,7 +47,7 @@ def test_bare_m_is_refused_as_ambiguous():
 
 
 def test_between_bounds_are_sorted(write_contract):
-    from dq_contracts.core import load_contracts
+    from dq_contracts.odcs.load import load_contracts
 
     path = write_contract("""
         apiVersion: v3.1.0

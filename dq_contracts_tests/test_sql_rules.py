@@ -15,9 +15,9 @@ import pytest
 import sqlalchemy as sa
 import yaml
 
-from dq_contracts.core import load_contracts
-from dq_contracts.partitions import partition_for
-from dq_contracts.runner import run_object
+from dq_contracts.odcs.load import load_contracts
+from dq_contracts.odcs.partitions import partition_for
+from dq_contracts.engine.runner import run_object
 
 PLANTED = "918273645"  # the classified value: no result, error or SQL shown may hold it
 
@@ -303,7 +303,7 @@ def test_a_partition_rule_binds_its_values(warehouse, declaration, key, count):
 
 
 def test_what_the_ui_shows_cannot_be_broken_out_of():
-    from dq_contracts.wording import code_block
+    from dq_contracts.engine.sentences import code_block
 
     sql = "SELECT COUNT(*) FROM t WHERE a = '```\n# not a heading'"
     block = code_block(sql)
@@ -326,7 +326,7 @@ WRITES = [
 def test_with_the_judge_off_the_read_only_transaction_stops_a_write(warehouse, monkeypatch, query):
     if warehouse.name != "postgres":
         pytest.skip("the read-only transaction is PostgreSQL's")
-    from dq_contracts import sqlrules
+    from dq_contracts.odcs import sqlrules
 
     monkeypatch.setattr(sqlrules._Checker, "refusal", lambda self: None)  # every tree accepted
     monkeypatch.setattr(sqlrules, "_scoped", lambda *args: None)
@@ -343,9 +343,9 @@ def test_with_the_judge_off_the_read_only_transaction_stops_a_write(warehouse, m
 def test_with_the_read_only_transaction_off_the_judge_stops_a_write(warehouse, monkeypatch, query):
     if warehouse.name != "postgres":
         pytest.skip("the read-only transaction is PostgreSQL's")
-    from dq_contracts import runner
+    from dq_contracts.engine import sessions
 
-    monkeypatch.setattr(runner, "_begin", lambda engine, timeout: engine.connect())  # a plain transaction
+    monkeypatch.setattr(sessions, "_begin", lambda engine, timeout: engine.connect())  # a plain transaction
     before = warehouse.rows()
     loaded = load(warehouse.folder, contract([("write", query, 0)], warehouse.server), "write.odcs.yaml")
     assert any(c.params.get("refusal") for c in loaded.plans[0].object("orders").checks)  # refused when compiled

@@ -22,9 +22,9 @@ import sqlalchemy as sa
 import yaml
 
 from dq_contracts.cli import main as cli
-from dq_contracts.core import load_contracts
-from dq_contracts.loader import read_document
-from dq_contracts.plans import CheckPlan, ObjectPlan, percent_of
+from dq_contracts.odcs.load import load_contracts
+from dq_contracts.odcs.loader import read_document
+from dq_contracts.odcs.plans import CheckPlan, ObjectPlan, percent_of
 from dq_contracts_tests.conftest import CORPUS
 
 INDEX = json.loads((CORPUS / "index.json").read_text()) if (CORPUS / "index.json").exists() else []

@@ -10,15 +10,14 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 import yaml
 
-from dq_contracts.checking import Warehouses, run_contract
-from dq_contracts.connections import connection_for, engine_for
-from dq_contracts.core import load_contracts
+from dq_contracts.engine.contracts import Warehouses, run_contract
+from dq_contracts.engine.connections import connection_for, engine_for
+from dq_contracts.odcs.load import load_contracts
 from dq_contracts_tests.conftest import duckdb_with
 
 SECRET = "hunter2-secret-file-content"
@@ -208,7 +207,7 @@ def test_no_classified_value_leaves_the_database_by_any_path(warehouse_any, tmp_
     import dagster as dg
 
     from dq_contracts import build_contract_defs
-    from dq_contracts.resource import WarehouseResource
+    from dq_contracts.dagster_defs.resource import WarehouseResource
 
     server, environ, writer = warehouse_any
     with writer.begin() as c:
@@ -285,7 +284,7 @@ SPLIT_FORMS = [
 @pytest.mark.postgres
 @pytest.mark.parametrize("query, one", SPLIT_FORMS, ids=[q for q, _ in SPLIT_FORMS])
 def test_the_judge_and_postgresql_split_a_query_the_same_way(pg_database, query, one):
-    from dq_contracts.sqlrules import judge_sql_rule
+    from dq_contracts.odcs.sqlrules import judge_sql_rule
 
     engine = sa.create_engine(pg_database)
     with engine.begin() as c:

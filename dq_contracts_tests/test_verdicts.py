@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from dq_contracts.checking import Warehouses, run_contract
-from dq_contracts.kinds import Scope, Unmeasurable, judge_count
-from dq_contracts.plans import CheckPlan, Condition
+from dq_contracts.engine.contracts import Warehouses, run_contract
+from dq_contracts.engine.check_kinds import Scope, Unmeasurable, judge_count
+from dq_contracts.odcs.plans import CheckPlan, Condition
 from dq_contracts_tests.conftest import duckdb_with
 from dq_contracts_tests.test_faults import plan_of, warehouse  # noqa: F401 - the fixture
 
@@ -250,7 +250,7 @@ def test_a_percent_of_a_row_count_that_was_not_measured_never_passes():
 
 # --- the compiler's side -----------------------------------------------------------------------------
 
-from dq_contracts.core import load_contracts  # noqa: E402
+from dq_contracts.odcs.load import load_contracts  # noqa: E402
 
 HEAD = "apiVersion: {api}\nkind: DataContract\nid: {id}\nversion: {version}\nstatus: active\n"
 TABLE = ("schema:\n  - name: {table}\n    properties:\n      - {{name: id, logicalType: integer}}\n"
@@ -320,7 +320,7 @@ NAME_CLASHES = [
 def test_contracts_whose_short_names_would_clash_load_under_distinct_names(tmp_path, first, second):
     import dagster as dg
 
-    from dq_contracts.definitions import build_contract_defs
+    from dq_contracts.dagster_defs.definitions import build_contract_defs
 
     (tmp_path / "a.odcs.yaml").write_text(contract_text(**first))
     (tmp_path / "b.odcs.yaml").write_text(contract_text(**second))
@@ -413,7 +413,7 @@ PG_SPELLINGS = [("timestamp(3)", "TIMESTAMP(3) WITHOUT TIME ZONE"), ("timestampt
 
 @pytest.mark.parametrize("declared, found", PG_SPELLINGS)
 def test_postgresql_type_spellings_compare_equal(declared, found):
-    from dq_contracts.schema_check import same_type
+    from dq_contracts.engine.schema_check import same_type
 
     assert same_type(found, declared)
 

@@ -24,10 +24,10 @@ from typing import Any, Callable, Iterator
 
 import jsonschema_rs
 
-from dq_contracts.loader import LoadedDocument
-from dq_contracts.normalise import OPERATORS, Rewrite, all_properties, normalise, quality_items
-from dq_contracts.paths import Parts, named_path
-from dq_contracts.problems import Problem
+from dq_contracts.odcs.loader import LoadedDocument
+from dq_contracts.odcs.normalise import OPERATORS, Rewrite, all_properties, normalise, quality_items
+from dq_contracts.odcs.paths import Parts, named_path
+from dq_contracts.odcs.problems import Problem
 
 SCHEMA_PACKAGE = "open_data_contract_standard"
 KNOWN_MINORS = {0: "v3.0.2", 1: "v3.1.0", 2: "v3.2.0"}

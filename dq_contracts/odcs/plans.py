@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any, Callable
 
-from dq_contracts.partitions import PartitionPlan, scope_of
+from dq_contracts.odcs.partitions import PartitionPlan, scope_of
 
 ERROR = "ERROR"
 WARN = "WARN"

@@ -14,15 +14,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
-from dq_contracts.compiler import (INVALID_ASSET_PREFIX, FolderIndex, checkable, compile_contract, definition_names, fixed_name_taken,
+from dq_contracts.odcs.compiler import (INVALID_ASSET_PREFIX, FolderIndex, checkable, compile_contract, definition_names, fixed_name_taken,
                                    name_refusal, outline_contract, share_classification, short_prefixes,
                                    contested_prefixes)
-from dq_contracts.declaration import root_of_loaded, server_name, server_refusals
-from dq_contracts.loader import load_documents
-from dq_contracts.paths import named_path, parts_of
-from dq_contracts.plans import ContractPlan
-from dq_contracts.problems import Problem, contract_errors_of, errors_of
-from dq_contracts.validate import ValidatedContract, validate_document
+from dq_contracts.odcs.declaration import root_of_loaded, server_name, server_refusals
+from dq_contracts.odcs.loader import load_documents
+from dq_contracts.odcs.paths import named_path, parts_of
+from dq_contracts.odcs.plans import ContractPlan
+from dq_contracts.odcs.problems import Problem, contract_errors_of, errors_of
+from dq_contracts.odcs.validate import ValidatedContract, validate_document
 
 
 CronRule = Callable[[str], "str | None"]

@@ -26,7 +26,7 @@ from typing import Any, Iterable, Sequence
 
 import yaml
 
-from dq_contracts.problems import Problem
+from dq_contracts.odcs.problems import Problem
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 MAX_DEPTH = 64

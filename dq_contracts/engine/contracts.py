@@ -10,11 +10,12 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from dq_contracts.compiler import checkable
-from dq_contracts.connections import Connection, connection_for, engine_for
-from dq_contracts.partitions import DECLARATION, Partition, PartitionKeyError, partition_for
-from dq_contracts.plans import ContractPlan, ObjectPlan
-from dq_contracts.runner import DEFAULT_TIMEOUT_SECONDS, CheckResult, run_object, scrub
+from dq_contracts.odcs.compiler import checkable
+from dq_contracts.engine.connections import Connection, connection_for, engine_for
+from dq_contracts.odcs.partitions import DECLARATION, Partition, PartitionKeyError, partition_for
+from dq_contracts.odcs.plans import ContractPlan, ObjectPlan
+from dq_contracts.engine.runner import DEFAULT_TIMEOUT_SECONDS, CheckResult, run_object
+from dq_contracts.engine.results import scrub
 
 
 class ServerChoiceError(ValueError):

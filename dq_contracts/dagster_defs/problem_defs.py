@@ -17,10 +17,10 @@ from pathlib import Path
 
 import dagster as dg
 
-from dq_contracts.compiler import INVALID_ASSET_PREFIX, PROBLEMS_CHECKS, dagster_name
-from dq_contracts.core import RejectedContract
-from dq_contracts.problems import Problem
-from dq_contracts.translator import ContractObjectData, DqContractsTranslator
+from dq_contracts.odcs.compiler import INVALID_ASSET_PREFIX, PROBLEMS_CHECKS, dagster_name
+from dq_contracts.odcs.load import RejectedContract
+from dq_contracts.odcs.problems import Problem
+from dq_contracts.dagster_defs.translator import ContractObjectData, DqContractsTranslator
 
 log = logging.getLogger("dq_contracts")
 

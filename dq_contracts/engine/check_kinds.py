@@ -16,8 +16,8 @@ from typing import Any, Callable
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
-from dq_contracts.plans import CheckPlan, ObjectPlan, percent_of
-from dq_contracts.sql import (
+from dq_contracts.odcs.plans import CheckPlan, ObjectPlan, percent_of
+from dq_contracts.engine.sql import (
     compound_duplicates,
     orphan_samples,
     orphans,
@@ -25,39 +25,14 @@ from dq_contracts.sql import (
     qualified_parts,
     regex_match,
     render,
-    restricted,
-    table_for,
 )
-from dq_contracts.schema_check import MissingTable, differences
-from dq_contracts.sqlrules import judge_sql_rule
-from dq_contracts.sqlrules import render as render_rule
+from dq_contracts.engine.schema_check import MissingTable, differences
+from dq_contracts.odcs.sqlrules import judge_sql_rule
+from dq_contracts.odcs.sqlrules import render as render_rule
+from dq_contracts.engine.scope import Scope
 
 # A newest value up to this far ahead of the clock is clock skew between hosts, not bad data.
 FUTURE_TOLERANCE_SECONDS = 300
-
-
-@dataclass(frozen=True)
-class Scope:
-    """The object being checked, as every kind's functions see it."""
-
-    obj: ObjectPlan
-    table: sa.TableClause  # the object's table, with every column the selected checks name
-    dialect: str
-    schema: str | None
-    preparer: Any  # the dialect's identifier preparer
-    now: dt.datetime
-    files: Any = None  # connections.Files for a file server: every table is a reader of files
-    partition: Any = None  # partitions.Partition: the object's table is read as that partition only
-
-    def other_table(self, physical_name: str, columns: list[str]) -> sa.TableClause:
-        return table_for(physical_name, self.schema, columns, self.preparer, self.files)
-
-    def own_table(self, columns: list[str]) -> Any:
-        """The object's table with `columns`: with a partition, the subquery of its rows only."""
-        if self.partition is None:
-            return self.other_table(self.obj.physical_name, columns)
-        table = self.other_table(self.obj.physical_name, [*columns, *self.partition.columns])
-        return restricted(table, columns, self.partition, self.obj.physical_name.split(".")[-1])
 
 
 @dataclass

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from dq_contracts.paths import pointer
+from dq_contracts.odcs.paths import pointer
 
 OPERATORS = (
     "mustBe",

@@ -28,6 +28,7 @@ import re
 import stat
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
+from urllib.parse import unquote, urlsplit
 
 # (field, the variable's suffix, how a list is split: None for one value)
 FIELDS: tuple[tuple[str, str, str | None], ...] = (
@@ -217,10 +218,10 @@ def endpoint_disagreements(server: Mapping[str, Any], host: Any, port: Any, data
 def declared_endpoint(declaration: ServerDeclaration) -> tuple[Any, Any, Any] | None:
     """(host, port, database) the operator declared, or None when no endpoint was."""
     if declaration.url:
-        from sqlalchemy.engine import make_url  # the URL's own reading, as the engine will do
-
-        url = make_url(declaration.url)
-        return url.host, url.port, url.database
+        # the operator's own URL, read at load without the engine; connections.py reads it again
+        # with SQLAlchemy's parser before anything connects, and refuses there what differs
+        url = urlsplit(declaration.url)
+        return url.hostname, url.port, unquote(url.path.lstrip("/")) or None
     if declaration.host:
         return declaration.host, declaration.port, declaration.database
     return None
@@ -257,7 +258,7 @@ def server_refusals(server: Mapping[str, Any], index: int, contract_file: str, f
                     ) -> list[tuple[list[str | int], str]]:
     """What the operator's declaration refuses in the server a contract will use, as (the parts of
     its path in the document, what is wrong)."""
-    from dq_contracts.compiler import FILE_SERVER_TYPES, is_file_server  # the ODCS reading of a server
+    from dq_contracts.odcs.compiler import FILE_SERVER_TYPES, is_file_server  # the ODCS reading of a server
 
     name = server_name(server)
     declaration = declaration_of(name, environ)
@@ -281,8 +282,6 @@ def server_refusals(server: Mapping[str, Any], index: int, contract_file: str, f
         if problem:
             found.append(([*at, "database"], f"server {name!r}: {problem}"))
     elif is_file_server(dict(server)) and not declaration.url:
-        from dq_contracts.connections import Files  # the same placeholders as the reader
-
         files = Files(str(server.get("format")), str(server["path"]))
         climbing = [p for p in physical_names if _GLOB_CHARACTERS.search(p)]
         if climbing or str(server["path"]).count("**") > 1:  # Python's glob grows without bound in them
@@ -329,3 +328,38 @@ def schema_refusals(server: Mapping[str, Any], declaration: ServerDeclaration, p
             found.append(f"object {physical!r} names the schema {parts[0]!r}, not the server's {own or '(none)'!r}; "
                          f"the operator may allow it ({env_prefix(declaration.name)}_SCHEMAS)")
     return found
+
+
+@dataclass(frozen=True)
+class Files:
+    """Files of one ODCS file server, read as tables by DuckDB: `path` (a glob; `{model}` or
+    `{object}` stands for the object's physical name) in `format` csv, parquet or json."""
+
+    format: str
+    path: str  # resolved: a relative local path is read from the contract's folder
+    roots: tuple[str, ...] = ()  # real paths the server may open; () for a remote location
+
+    def path_of(self, physical_name: str) -> str | list[str]:
+        """What DuckDB reads for the object: a remote location as written; a local glob expanded
+        here to the regular files it matches inside the roots (DuckDB would block on a FIFO)."""
+        pattern = self.pattern_of(physical_name)
+        if is_remote(pattern):
+            return pattern
+        found = regular_files(pattern, self.roots)
+        if not found:
+            raise FileNotFoundError(f"no regular file inside the operator's roots matches {pattern}")
+        return found
+
+    def pattern_of(self, physical_name: str) -> str:
+        return self.path.replace("{model}", physical_name).replace("{object}", physical_name)
+
+    def allowed_files(self) -> list[str]:
+        return [r for r in self.roots if os.path.isfile(r)]
+
+    def allowed(self) -> list[str]:
+        """What the session may read: the operator's roots (a remote server: its bucket prefix)."""
+        if self.roots:  # a root that is a file goes to allowed_paths (allowed_files)
+            return [r.rstrip(os.sep) + os.sep for r in self.roots if not os.path.isfile(r)]
+        fixed = re.split(r"[*?\[{]", self.path, maxsplit=1)[0]
+        folder = fixed if fixed.endswith(("/", os.sep)) else os.path.dirname(fixed)
+        return [folder.rstrip("/") + "/" if folder else "./"]

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import math
 import re
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
-from dq_contracts.plans import CheckPlan, Condition, Params
+from dq_contracts.odcs.plans import CheckPlan, Condition, Params
+from dq_contracts.engine.results import unevaluated
 
-if TYPE_CHECKING:
-    from dq_contracts.runner import CheckResult
+from dq_contracts.engine.results import CheckResult
 
 Words = Callable[[CheckPlan, "CheckResult"], str]
 
@@ -28,11 +28,6 @@ def describe(check: CheckPlan, result: CheckResult) -> str:
         return unevaluated(result.error)
     words = WORDS.get(check.kind)
     return words(check, result) if words is not None else generic(check, result)
-
-
-def unevaluated(error: str) -> str:
-    """A check that never reached a verdict; a refusal already says so."""
-    return error if error.startswith("not run: ") else f"could not be evaluated: {error}"
 
 
 def generic(check: CheckPlan, result: CheckResult) -> str:

@@ -18,24 +18,25 @@ from typing import Any
 import dagster as dg
 import sqlalchemy as sa
 
-from dq_contracts.checking import Warehouses, choose_server, failed_results, run_contract
-from dq_contracts.compiler import (ALL_CHECKS_JOB, AUTOMATION_SENSOR, FRESHNESS_SENSOR, OBJECT_OPS,  # noqa: F401
+from dq_contracts.engine.contracts import Warehouses, choose_server, failed_results, run_contract
+from dq_contracts.odcs.compiler import (ALL_CHECKS_JOB, AUTOMATION_SENSOR, FRESHNESS_SENSOR, OBJECT_OPS,  # noqa: F401
                                    checks_job_name, dagster_name, object_op_name, partitions_job_name,
                                    partitions_schedule_name, schedule_job_name, schedule_name, short_prefixes)
-from dq_contracts.core import gc_paused, load_contracts
-from dq_contracts.kinds import Scope
-from dq_contracts.partitions import Partition, multi_partition, window_partition
-from dq_contracts.plans import CheckPlan, ContractPlan, ObjectPlan
-from dq_contracts.problem_defs import problem_defs
-from dq_contracts.problems import ContractError
-from dq_contracts.resource import WarehouseResource
-from dq_contracts.runner import CheckResult, error_of, read_only, touches_classified
-from dq_contracts.schema_check import read_catalog
-from dq_contracts.sql import table_for
-from dq_contracts.specs import ObjectSpecs, build_contract_specs, cron_refusal
-from dq_contracts.translator import (DqContractsTranslator, clause_text, dimension_columns, partition_column,
+from dq_contracts.odcs.load import gc_paused, load_contracts
+from dq_contracts.engine.check_kinds import Scope
+from dq_contracts.odcs.partitions import Partition, multi_partition, window_partition
+from dq_contracts.odcs.plans import CheckPlan, ContractPlan, ObjectPlan
+from dq_contracts.dagster_defs.problem_defs import problem_defs
+from dq_contracts.odcs.problems import ContractError
+from dq_contracts.dagster_defs.resource import WarehouseResource
+from dq_contracts.engine.runner import CheckResult, error_of, touches_classified
+from dq_contracts.engine.sessions import read_only
+from dq_contracts.engine.schema_check import read_catalog
+from dq_contracts.engine.sql import table_for
+from dq_contracts.dagster_defs.specs import ObjectSpecs, build_contract_specs, cron_refusal
+from dq_contracts.dagster_defs.translator import (DqContractsTranslator, clause_text, dimension_columns, partition_column,
                                      tag_value)
-from dq_contracts.wording import code_block
+from dq_contracts.engine.sentences import code_block
 
 log = logging.getLogger("dq_contracts")
 

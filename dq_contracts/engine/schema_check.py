@@ -10,12 +10,11 @@ as information: they never fail the check.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlalchemy as sa
 
-if TYPE_CHECKING:
-    from dq_contracts.kinds import Scope
+from dq_contracts.engine.scope import Scope
 
 _TYPE_SPELLINGS = {
     "int4": "integer", "int": "integer", "int32": "integer", "int8": "bigint", "int64": "bigint", "long": "bigint",
@@ -104,7 +103,7 @@ def read_files(scope: Scope, connection: sa.Connection) -> dict[str, dict[str, A
 
 
 def read_catalog(scope: Scope, connection: sa.Connection) -> dict[str, dict[str, Any]]:
-    from dq_contracts.sql import qualified_parts
+    from dq_contracts.engine.sql import qualified_parts
 
     if scope.files is not None:
         return read_files(scope, connection)

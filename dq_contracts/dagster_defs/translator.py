@@ -20,9 +20,9 @@ from typing import Any
 
 import dagster as dg
 
-from dq_contracts.compiler import is_file_server
-from dq_contracts.partitions import PER_PARTITION, PartitionPlan, scope_of
-from dq_contracts.plans import CheckPlan, ContractPlan, FreshnessPlan, ObjectPlan
+from dq_contracts.odcs.compiler import is_file_server
+from dq_contracts.odcs.partitions import PER_PARTITION, PartitionPlan, scope_of
+from dq_contracts.odcs.plans import CheckPlan, ContractPlan, FreshnessPlan, ObjectPlan
 
 TAG_MAX = 63
 

@@ -24,18 +24,17 @@ built-in ones) is refused: its objects would change what the checks' SQL means.
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 import sqlalchemy as sa
 
-from dq_contracts.compiler import FILE_SERVER_TYPES, is_file_server
-from dq_contracts.declaration import (ServerDeclaration, declaration_of, default_root, endpoint_disagreements,
+from dq_contracts.odcs.compiler import FILE_SERVER_TYPES, is_file_server
+from dq_contracts.odcs.declaration import (ServerDeclaration, declaration_of, default_root, endpoint_disagreements,
                                    env_prefix, inside,
-                                   is_regular, is_remote, local_path, location_refusal, real_roots, regular_files,
-                                   same_type, server_name)
+                                   is_regular, is_remote, local_path, location_refusal, real_roots, same_type, server_name)
+from dq_contracts.odcs.declaration import Files
 
 DRIVERS = {"postgres": "postgresql+psycopg2", "postgresql": "postgresql+psycopg2", "duckdb": "duckdb"}
 
@@ -49,41 +48,6 @@ DUCKDB_SETTINGS = (
 # because of what a contract (or a warehouse file's views) call
 NO_EXTENSIONS = (("autoinstall_known_extensions", False), ("autoload_known_extensions", False),
                  ("allow_community_extensions", False))
-
-
-@dataclass(frozen=True)
-class Files:
-    """Files of one ODCS file server, read as tables by DuckDB: `path` (a glob; `{model}` or
-    `{object}` stands for the object's physical name) in `format` csv, parquet or json."""
-
-    format: str
-    path: str  # resolved: a relative local path is read from the contract's folder
-    roots: tuple[str, ...] = ()  # real paths the server may open; () for a remote location
-
-    def path_of(self, physical_name: str) -> str | list[str]:
-        """What DuckDB reads for the object: a remote location as written; a local glob expanded
-        here to the regular files it matches inside the roots (DuckDB would block on a FIFO)."""
-        pattern = self.pattern_of(physical_name)
-        if is_remote(pattern):
-            return pattern
-        found = regular_files(pattern, self.roots)
-        if not found:
-            raise FileNotFoundError(f"no regular file inside the operator's roots matches {pattern}")
-        return found
-
-    def pattern_of(self, physical_name: str) -> str:
-        return self.path.replace("{model}", physical_name).replace("{object}", physical_name)
-
-    def allowed_files(self) -> list[str]:
-        return [r for r in self.roots if os.path.isfile(r)]
-
-    def allowed(self) -> list[str]:
-        """What the session may read: the operator's roots (a remote server: its bucket prefix)."""
-        if self.roots:  # a root that is a file goes to allowed_paths (allowed_files)
-            return [r.rstrip(os.sep) + os.sep for r in self.roots if not os.path.isfile(r)]
-        fixed = re.split(r"[*?\[{]", self.path, maxsplit=1)[0]
-        folder = fixed if fixed.endswith(("/", os.sep)) else os.path.dirname(fixed)
-        return [folder.rstrip("/") + "/" if folder else "./"]
 
 
 @dataclass(frozen=True)

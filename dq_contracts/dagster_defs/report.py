@@ -10,7 +10,7 @@ from typing import Any
 import dagster as dg
 from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
 
-from dq_contracts.plans import ContractPlan
+from dq_contracts.odcs.plans import ContractPlan
 
 STATUSES = ("pass", "warn", "fail", "error", "not_run")
 # A partitioned clause's status is the worst of its partitions' latest ones: a bad day stays

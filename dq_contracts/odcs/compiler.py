@@ -19,11 +19,11 @@ from typing import Any, Callable, Iterable
 
 from croniter import croniter
 
-from dq_contracts.normalise import OPERATORS
-from dq_contracts.loader import line_at
-from dq_contracts.partitions import DECLARATION, partition_columns, read_declaration
-from dq_contracts.paths import named_step, parts_of, pointer, pointer_step
-from dq_contracts.plans import (
+from dq_contracts.odcs.normalise import OPERATORS
+from dq_contracts.odcs.loader import line_at
+from dq_contracts.odcs.partitions import DECLARATION, partition_columns, read_declaration
+from dq_contracts.odcs.paths import named_step, parts_of, pointer, pointer_step
+from dq_contracts.odcs.plans import (
     CLASSIFIED,
     ERROR,
     WARN,
@@ -36,9 +36,9 @@ from dq_contracts.plans import (
     ObjectPlan,
     SchedulePlan,
 )
-from dq_contracts.problems import Problem
-from dq_contracts.sqlrules import judge_sql_rule, sqlglot_dialect
-from dq_contracts.validate import ValidatedContract
+from dq_contracts.odcs.problems import Problem
+from dq_contracts.odcs.sqlrules import judge_sql_rule, sqlglot_dialect
+from dq_contracts.odcs.validate import ValidatedContract
 
 # --- closed sets ----------------------------------------------------------------------------------
 

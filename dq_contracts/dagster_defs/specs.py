@@ -16,11 +16,11 @@ from typing import Any
 import dagster as dg
 from dagster._utils.schedules import is_valid_cron_schedule
 
-from dq_contracts.checking import ServerChoiceError, choose_server
-from dq_contracts.core import RejectedContract
-from dq_contracts.plans import CheckPlan, ContractPlan, ObjectPlan
-from dq_contracts.problems import Problem
-from dq_contracts.translator import ContractCheckData, ContractObjectData, DqContractsTranslator
+from dq_contracts.engine.contracts import ServerChoiceError, choose_server
+from dq_contracts.odcs.load import RejectedContract
+from dq_contracts.odcs.plans import CheckPlan, ContractPlan, ObjectPlan
+from dq_contracts.odcs.problems import Problem
+from dq_contracts.dagster_defs.translator import ContractCheckData, ContractObjectData, DqContractsTranslator
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,312 @@
+"""Run a compiled object's checks against its warehouse and return one result per check.
+
+A check that could not be evaluated (missing table, lost connection, timeout, bad SQL) fails at
+its severity with the error in its result; it is never reported as passing, and the other checks
+of the table still report.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+from dataclasses import replace
+from typing import Any, Iterable, TypeVar
+
+import sqlalchemy as sa
+
+from dq_contracts.engine import sentences as wording
+from dq_contracts.engine.check_kinds import (
+    KINDS,
+    LAST_SQL,
+    Scope,
+    Unmeasurable,
+    judge_count,
+    named_columns,
+    readable,
+    uses_aggregate,
+)
+from dq_contracts.odcs.partitions import PER_PARTITION, Partition, scope_of
+from dq_contracts.odcs.plans import CheckPlan, ContractPlan, ObjectPlan
+from dq_contracts.engine.schema_check import normalise_type, same_type  # noqa: F401 - re-exported for callers
+from dq_contracts.engine.sql import render, table_for
+from dq_contracts.engine.results import CheckResult, error_of, touches_classified
+from dq_contracts.engine.samples import SAMPLE_LIMIT, _add_samples
+from dq_contracts.engine.sessions import DEFAULT_TIMEOUT_SECONDS, Session
+from dq_contracts.engine.results import Measured
+from dq_contracts.engine.sessions import TRANSIENT
+
+T = TypeVar("T")
+# Measures per statement, by dialect: PostgreSQL refuses a target list of more than 1,664 entries,
+# and a wide table's aggregate is split into as few statements as fit, each one scan of its columns.
+MEASURES_PER_STATEMENT = {"postgresql": 1500}
+DEFAULT_MEASURES_PER_STATEMENT = 2000
+# Distinct counts per statement (kinds._keys_apart): DuckDB holds a hash table for each at once.
+DISTINCT_COUNTS_PER_STATEMENT = {"duckdb": 50, "postgresql": 1500}
+# Dialects where a key column's repeated rows, its NULLs and its 5 smallest repeated keys come from
+# one GROUP BY (a bounded `min(key, 5)`), so a failing unique or primary key needs no second pass
+# for samples; PostgreSQL has no bounded aggregate, and its COUNT(DISTINCT …) is faster than its
+# hash GROUP BY (2M rows: 0.57 s against 2.37 s).
+KEY_GROUPS = {"duckdb"}
+# ... for a table of a few key columns: a GROUP BY is a scan of its own, so a wide table of many
+# (1,000 unique columns: 1,000 statements) takes its distinct counts 50 to a scan instead
+KEY_GROUPS_MOST = 10
+
+
+def run_object(
+    contract: ContractPlan,
+    obj: ObjectPlan,
+    engine: sa.Engine,
+    *,
+    schema: str | None = None,
+    selected: Iterable[str] | None = None,
+    now: dt.datetime | None = None,
+    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+    secrets: Iterable[str] = (),
+    files: Any = None,
+    partition: Partition | None = None,
+) -> list[CheckResult]:
+    """Every selected check of one schema object: one aggregate scan plus one query per other kind.
+    `files` (connections.Files) when the server is files that DuckDB reads. With `partition`, every
+    check the partition scope table (partitions.PARTITION_SCOPE) runs per partition reads only that
+    partition's rows, and its result carries the key; the table-wide ones read the whole table.
+
+    Whatever goes wrong in one check (its query, its verdict, its samples) becomes that check's
+    failed result; every other check still reports.
+    """
+    now = now or dt.datetime.now(dt.timezone.utc)
+    wanted = set(selected) if selected is not None else None
+    checks = [c for c in obj.checks if wanted is None or c.name in wanted]
+    secrets = list(secrets)
+    if schema is None and engine.dialect.name == "postgresql":
+        schema = "public"  # the session resolves names in pg_catalog alone (_settings): tables name their schema
+    common = dict(schema=schema, now=now, timeout_seconds=timeout_seconds, secrets=secrets, files=files)
+    if partition is None:
+        return _run_checks(contract, obj, engine, checks, **common)
+    # two passes, each with its own scan, in one session: the partition's clauses on its rows, the
+    # others on the whole table
+    per = {c.name: scope_of(c.kind, c.params.get("query"))[0] == PER_PARTITION for c in checks}
+    wide = [c for c in checks if not per[c.name]]
+    each = [c for c in checks if per[c.name]]
+    with Session(engine, timeout_seconds) as session:
+        done = {r.name: r for r in (_run_checks(contract, obj, engine, wide, session=session, **common)
+                                    if wide else [])}
+        for r in _run_checks(contract, obj, engine, each, partition=partition, session=session,
+                             **common) if each else []:
+            r.partition = partition.key
+            done[r.name] = r
+    return [done[c.name] for c in checks]
+
+
+def _run_checks(contract: ContractPlan, obj: ObjectPlan, engine: sa.Engine, checks: list[CheckPlan], *,
+                schema: str | None, now: dt.datetime, timeout_seconds: float, secrets: list[str], files: Any,
+                partition: Partition | None = None, session: Session | None = None) -> list[CheckResult]:
+    """run_object's work for `checks`, every one of them on the partition's rows when one is given;
+    in `session` when given (the caller closes it), else in one of its own."""
+    results: dict[str, CheckResult] = {}
+
+    def result(check: CheckPlan, **kwargs: Any) -> CheckResult:
+        return CheckResult(contract.id, contract.version, obj.asset_key, obj.name, check.name, check.clause,
+                           check.kind, check.severity, threshold=check.threshold_text(), unit=check.unit,
+                           **kwargs)
+
+    def error_text(check: CheckPlan, exc: BaseException) -> str:
+        return error_of(exc, check.where or check.clause, touches_classified(contract, obj, check), secrets)
+
+    def failure(check: CheckPlan, exc: BaseException, **kwargs: Any) -> CheckResult:
+        return result(check, passed=False, error=error_text(check, exc), **kwargs)
+
+    runnable = []
+    for check in checks:
+        if check.params.get("refusal"):  # refused when compiled: this clause fails, the others run
+            results[check.name] = result(check, passed=False, error=f"not run: {check.params['refusal']}",
+                                         sql=str(check.params.get("query") or "") or None)
+        elif check.kind not in KINDS:
+            results[check.name] = result(check, passed=False, error=f"no engine for check kind {check.kind!r}")
+        else:
+            runnable.append(check)
+
+    try:
+        columns = sorted({c for check in runnable if check.kind != "schema" for c in named_columns(check)})
+        preparer = engine.dialect.identifier_preparer
+        if partition is None:
+            scope = Scope(obj, table_for(obj.physical_name, schema, columns, preparer, files), engine.dialect.name,
+                          schema, preparer, now, files)
+        else:
+            scope = Scope(obj, None, engine.dialect.name, schema, preparer, now, files, partition)
+            scope = replace(scope, table=scope.own_table(columns))
+    except Exception as exc:  # a name this dialect cannot quote: every check says so
+        return [_worded(c, results.get(c.name) or failure(c, exc)) for c in checks]
+
+    with contextlib.nullcontext(session) if session is not None else Session(engine, timeout_seconds) as session:
+        aggregated = [c for c in runnable if uses_aggregate(c)]
+        # no scan when nothing is measured by one and no result is told in rows: the schema check
+        # reads the catalog, and a partitioned run's table-wide pass must not count a whole
+        # PostgreSQL table for nothing
+        scan = aggregated or any(KINDS[c.kind].counts_rows for c in runnable)
+        measured = _measure(aggregated, scope, session) if scan else Measured()
+        for check in runnable:
+            results[check.name] = _judged(check, scope, session, measured, result, failure)
+        failing = [(c, results[c.name]) for c in runnable if not results[c.name].passed and results[c.name].error is None]
+        _add_samples(failing, scope, session, error_text, measured)
+    return [_worded(c, results[c.name]) for c in checks]
+
+
+def _judged(check: CheckPlan, scope: Scope, session: Session, measured: Measured, result: Any,
+            failure: Any) -> CheckResult:
+    """One check's result, from its measure of the table's statements or from its own query."""
+    kind = KINDS[check.kind]
+    judge = kind.judge or judge_count
+    key = measured.key_of.get(check.name)
+    measuring = measured.sql.get(key) if key is not None else None  # what measures it, for a debug log
+    own = _own_sql(check, scope, session.engine)  # what a person runs to see the rows at fault
+    ran: list[str | None] = []
+
+    def sqls() -> dict[str, Any]:
+        """The clause's own query for people (else what ran), and what measured it."""
+        sql = next((r for r in ran if r), measuring)
+        return {"sql": own if own is not None or key is not None else sql, "aggregate_sql": sql}
+
+    try:
+        if key is not None:
+            if key in measured.errors:
+                raise measured.errors[key]
+            raw = measured.values[key]
+        else:
+            def evaluate(connection: sa.Connection) -> Any:
+                try:
+                    return kind.evaluate(check, scope, connection)
+                finally:
+                    ran.append(_last_sql(connection))
+
+            raw = session.run(evaluate)
+        verdict = judge(check, raw, measured.row_count, scope)
+    except Exception as exc:  # one check's exception is that check's failed result
+        outcome = failure(check, exc, **sqls())
+        if kind.hint and not isinstance(exc, (Unmeasurable, *TRANSIENT)):
+            outcome.error = f"{kind.hint.format(**check.params)}: {outcome.error}"
+        return outcome
+    return result(check, passed=verdict.passed, observed=verdict.observed, row_count=measured.row_count,
+                  error=verdict.error, details=verdict.details, **sqls())
+
+
+def _own_sql(check: CheckPlan, scope: Scope, engine: sa.Engine) -> str | None:
+    """The clause's own query, rendered for people; None when the kind has none or it cannot be built
+    (then the check's verdict says why, not this)."""
+    failing_rows = KINDS[check.kind].failing_rows
+    try:
+        statement = failing_rows(check, scope) if failing_rows is not None else None
+        return readable(statement, engine) if statement is not None else None
+    except Exception:  # noqa: BLE001 - a courtesy: never changes the verdict
+        return None
+
+
+def _worded(check: CheckPlan, result: CheckResult) -> CheckResult:
+    """The result with its sentence; should its kind's words fail, the plain measurement and threshold."""
+    try:
+        result.message = wording.describe(check, result)
+    except Exception:  # noqa: BLE001 - a courtesy: never changes the verdict
+        result.message = wording.unevaluated(result.error) if result.error else wording.generic(check, result)
+    return result
+
+
+def _measure(checks: list[CheckPlan], scope: Scope, session: Session) -> Measured:
+    """The one scan: every measure of the table as a column of one SELECT, each shared measure once,
+    and the distinct counts in a second one (kinds._keys_apart); a wide table's in as few as fit.
+
+    If a statement fails for a reason of its own (a type a measure cannot apply to, a bad pattern),
+    each of its measures runs alone, so the one at fault fails and the others still report; a
+    timeout or a lost server fails them all at once (running them again would only repeat it)."""
+    measured = Measured()
+    statements: list[dict[str, Any]] = [{"rows": sa.func.count()}, {}]
+    grouped: dict[str, dict[str, tuple[bool, Any]]] = {}  # key column -> measure key -> (primary key?, expression)
+    seen = {"rows"}  # a measure two checks share is built once (a wide table has thousands)
+    for check in checks:
+        kind = KINDS[check.kind]
+        key, expression = kind.measure(check, scope)
+        measured.key_of[check.name] = key
+        if key in seen:
+            continue
+        seen.add(key)
+        apart = kind.apart(check)
+        if apart and scope.dialect in KEY_GROUPS:
+            grouped.setdefault(check.params["columns"][0], {})[key] = (check.kind == "primary_key", expression)
+        else:
+            statements[1 if apart else 0][key] = expression
+    for column, keys in grouped.items():
+        if len(grouped) > KEY_GROUPS_MOST or not _run_key_groups(column, keys, scope, session, measured):
+            statements[1].update({key: expression for key, (_, expression) in keys.items()})  # distinct counts
+    limits = (MEASURES_PER_STATEMENT.get(scope.dialect, DEFAULT_MEASURES_PER_STATEMENT),
+              DISTINCT_COUNTS_PER_STATEMENT.get(scope.dialect, DEFAULT_MEASURES_PER_STATEMENT))
+    for measures, most in zip(statements, limits):
+        keys = list(measures)
+        for start in range(0, len(keys), most):
+            _run_measures({k: measures[k] for k in keys[start:start + most]}, scope, session, measured)
+    rows = measured.values.get("rows")
+    measured.row_count = int(rows) if rows is not None else None
+    return measured
+
+
+def _run_key_groups(column: str, keys: dict[str, tuple[bool, Any]], scope: Scope, session: Session,
+                    measured: Measured) -> bool:
+    """One GROUP BY of a key column: its repeated rows, its NULL rows and (unless the column is
+    classified) its 5 smallest repeated keys. False if the statement failed for a reason of its own."""
+    # the table with this one column: SQLAlchemy's cache key walks every column of a FROM, which on
+    # a table of 1,000 key columns cost more than the statements themselves
+    col = scope.own_table([column]).c[column]
+    groups = sa.select(col.label("k"), sa.func.count().label("n")).group_by(col).subquery("g")
+    present = groups.c.k.is_not(None)
+    measures = [sa.func.coalesce(sa.func.sum(groups.c.n - 1).filter(present), 0).label("repeated"),
+                sa.func.coalesce(sa.func.sum(groups.c.n).filter(groups.c.k.is_(None)), 0).label("nulls")]
+    described = scope.obj.column(column)
+    if not (described is not None and described.classified):  # never a classified value, not even held
+        measures.append(sa.func.min(groups.c.k, SAMPLE_LIMIT).filter(sa.and_(present, groups.c.n > 1))
+                        .label("repeated_keys"))
+    statement = sa.select(*measures).select_from(groups)
+    try:
+        row = session.run(lambda connection: connection.execute(statement).one())
+    except TRANSIENT as exc:
+        measured.errors.update(dict.fromkeys(keys, exc))
+        return True
+    except Exception:  # noqa: BLE001 - measured again as distinct counts, where each error is its own
+        return False
+    sql = render(statement, session.engine)
+    for key, (is_key, _) in keys.items():
+        measured.values[key] = int(row.repeated) + (int(row.nulls) if is_key else 0)
+        measured.sql[key] = sql
+        if "repeated_keys" in row._fields:
+            measured.samples[key] = list(row.repeated_keys or [])
+    return True
+
+
+def _run_measures(measures: dict[str, Any], scope: Scope, session: Session, measured: Measured) -> None:
+    labels = {key: f"m{i}" for i, key in enumerate(measures)}
+    statement = sa.select(*(measures[k].label(labels[k]) for k in measures)).select_from(scope.table)
+    sql = render(statement, session.engine)
+    measured.sql.update(dict.fromkeys(measures, sql))
+    try:
+        row = session.run(lambda connection: connection.execute(statement).one())
+        measured.values.update({k: row._mapping[labels[k]] for k in measures})
+        return
+    except TRANSIENT as exc:
+        measured.errors.update(dict.fromkeys(measures, exc))
+        return
+    except Exception as exc:
+        if len(measures) == 1:
+            measured.errors.update(dict.fromkeys(measures, exc))
+            return
+        first = exc
+    for key, expression in measures.items():  # the table itself first: if it fails, all do
+        if measured.errors.get("rows") is not None:
+            measured.errors[key] = measured.errors["rows"]
+            continue
+        alone = sa.select(expression.label("m"), sa.func.count().label("n")).select_from(scope.table)
+        try:
+            measured.values[key] = session.run(lambda connection: connection.execute(alone).one().m)
+        except Exception as exc:  # noqa: PERF203 - each measure on its own, by design
+            measured.errors[key] = exc if key != "rows" else first
+
+
+def _last_sql(connection: sa.Connection) -> str | None:
+    return connection.info.pop(LAST_SQL, None)
+
+

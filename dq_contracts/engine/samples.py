@@ -1,0 +1,144 @@
+"""Samples of the rows a failing check found: a few, bounded, and never of a classified column."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import sqlalchemy as sa
+
+from dq_contracts.engine.check_kinds import KINDS
+from dq_contracts.engine.results import CheckResult, _jsonable
+
+from dq_contracts.engine.scope import Scope
+from dq_contracts.engine.sessions import Session
+from dq_contracts.odcs.plans import CheckPlan
+from dq_contracts.engine.results import Measured, counted
+from dq_contracts.engine.sessions import TRANSIENT
+
+
+SAMPLE_LIMIT = 5
+
+
+
+# A failing clause with at most this many offending rows has all of them read, in one scan shared by
+# every such clause of the table; one with more reads the first SAMPLE_SCAN it meets and stops.
+RARE_ROWS = 200
+
+
+
+SAMPLE_SCAN = 100
+
+
+
+def _add_samples(failing: list[tuple[CheckPlan, CheckResult]], scope: Scope, session: Session,
+                 error_text: Any, measured: Measured | None = None) -> None:
+    """Only after a failure: a few offending values, never of a classified column, for every failing
+    clause of the table in at most two statements: one scan that reads all the offending rows of the
+    clauses that have few, and one row of bounded subqueries for the others (the first rows each
+    meets, a kind's own sample query). Samples are a courtesy: whatever goes wrong here never changes
+    the verdict."""
+    rare: list[tuple[CheckPlan, CheckResult]] = []
+    bounded: list[tuple[CheckPlan, CheckResult, sa.Select]] = []
+    for check, result in failing:
+        kind = KINDS[check.kind]
+        try:
+            columns = kind.sample_columns(check)
+            if not columns or (kind.samples is None and kind.violation is None):
+                continue
+            if any((scope.obj.column(c) is not None and scope.obj.column(c).classified) for c in columns):
+                result.details["samples_withheld"] = "the column is classified; sample values are never fetched"
+                continue
+            count = counted(result)
+            found = measured.samples.get(measured.key_of.get(check.name, "")) if measured is not None else None
+            if found is not None:  # the measure's own GROUP BY found them
+                result.samples = _keep(found)
+            elif kind.violation is not None and count is not None and count <= RARE_ROWS:
+                rare.append((check, result))
+            elif kind.violation is not None:
+                column = scope.table.c[check.params["column"]]
+                bounded.append((check, result, sa.select(column).where(kind.violation(check, scope))
+                                .limit(SAMPLE_SCAN)))
+            else:
+                statement = kind.samples(check, scope, SAMPLE_LIMIT)
+                if statement is not None:
+                    bounded.append((check, result, statement))
+        except Exception as exc:  # noqa: BLE001
+            result.details["samples_error"] = error_text(check, exc)
+    if rare:
+        _rare_samples(rare, scope, session, error_text)
+    if bounded:
+        _bounded_samples(bounded, scope, session, error_text)
+
+
+
+def _keep(values: Iterable[Any]) -> list[Any]:
+    """Up to SAMPLE_LIMIT distinct values, smallest first (NULL last), as JSON values."""
+    seen = {(tuple(v) if isinstance(v, (list, tuple)) else v) for v in values}
+    ordered = sorted(seen, key=lambda v: (v is None, v))[:SAMPLE_LIMIT]
+    return [[_jsonable(x) for x in v] if isinstance(v, tuple) else _jsonable(v) for v in ordered]
+
+
+
+def _rare_samples(rare: list[tuple[CheckPlan, CheckResult]], scope: Scope, session: Session,
+                  error_text: Any) -> None:
+    """`SELECT <violation flag, value> per clause FROM t WHERE <any violation>`: one scan, and no more
+    rows than the clauses' offending rows (each at most RARE_ROWS)."""
+    violations = [KINDS[c.kind].violation(c, scope) for c, _ in rare]
+    columns = []
+    for i, ((check, _), violation) in enumerate(zip(rare, violations)):
+        columns += [sa.case((violation, True), else_=False).label(f"f{i}"),
+                    scope.table.c[check.params["column"]].label(f"v{i}")]
+    statement = sa.select(*columns).where(sa.or_(*violations))
+    try:
+        rows = session.run(lambda connection: connection.execute(statement).fetchall())
+    except Exception as exc:  # each clause alone, so only the one at fault says so
+        if isinstance(exc, TRANSIENT):
+            for check, result in rare:
+                result.details["samples_error"] = error_text(check, exc)
+            return
+        _bounded_samples([(c, r, KINDS[c.kind].samples(c, scope, SAMPLE_LIMIT)) for c, r in rare], scope,
+                         session, error_text, together=False)
+        return
+    for i, (_, result) in enumerate(rare):
+        result.samples = _keep(row[2 * i + 1] for row in rows if row[2 * i])
+
+
+
+def _bounded_samples(bounded: list[tuple[CheckPlan, CheckResult, sa.Select]], scope: Scope, session: Session,
+                     error_text: Any, *, together: bool = True) -> None:
+    """One row: per clause, its sample query as an array subquery; a query of several columns (a
+    compound key) runs on its own. If the row fails, each clause alone."""
+    arrays, alone = [], []
+    for check, result, statement in bounded:
+        if together and len(statement.selected_columns) == 1:
+            inner = statement.subquery()
+            arrays.append((check, result, statement, sa.select(sa.func.array_agg(list(inner.c)[0]))
+                           .scalar_subquery()))
+        else:
+            alone.append((check, result, statement))
+    if arrays:
+        row_of = sa.select(*(a.label(f"s{i}") for i, (*_, a) in enumerate(arrays)))
+        try:
+            row = session.run(lambda connection: connection.execute(row_of).one())
+        except Exception as exc:
+            if isinstance(exc, TRANSIENT):
+                for check, result, *_ in arrays:
+                    result.details["samples_error"] = error_text(check, exc)
+                arrays = []
+            else:
+                alone += [(c, r, st) for c, r, st, _ in arrays]
+                arrays = []
+        for i, (check, result, statement, _) in enumerate(arrays):
+            value = row[i]
+            if value is None:
+                result.samples = []
+            elif isinstance(value, (list, tuple)):
+                result.samples = _keep(value)
+            else:  # an array of a type the driver returns as text: that clause's query alone
+                alone.append((check, result, statement))
+    for check, result, statement in alone:
+        try:
+            rows = session.run(lambda connection, s=statement: connection.execute(s).fetchmany(SAMPLE_SCAN))
+            result.samples = _keep(r[0] if len(r) == 1 else tuple(r) for r in rows)
+        except Exception as exc:  # noqa: PERF203 - each clause on its own, by design
+            result.details["samples_error"] = error_text(check, exc)

@@ -1,0 +1,1 @@
+"""Reading contracts: files -> documents -> validated contracts -> plans. Imports neither SQLAlchemy nor Dagster."""
