@@ -66,7 +66,8 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository: its test cluster helper
 from dq_contracts.engine.connections import connection_for, engine_for  # noqa: E402
 from dq_contracts.odcs.load import load_contracts
-from dq_contracts.engine.check_kinds import KINDS, Scope, uses_aggregate
+from dq_contracts.engine.check_kinds import KINDS, uses_aggregate
+from dq_contracts.engine.scope import Scope
 from dq_contracts.odcs.plans import percent_of
 from dq_contracts.engine.runner import run_object
 from dq_contracts.engine.sql import compound_duplicates, table_for

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Sequence
 
-from dq_contracts.odcs.compiler import schedule_name
+from dq_contracts.odcs.names import schedule_name
 from dq_contracts.odcs.load import LoadResult, load_contracts
 from dq_contracts.odcs.plans import ContractPlan
 

@@ -292,7 +292,8 @@ def test_no_classified_value_leaves_the_database_whatever_the_error(attacked, lo
                                                                     monkeypatch):
     import dagster as dg
 
-    from dq_contracts import build_contract_defs, sqlrules
+    from dq_contracts import build_contract_defs
+    from dq_contracts.odcs import sqlrules
     from dq_contracts.dagster_defs.resource import WarehouseResource
 
     if locks == "messages alone":

@@ -10,7 +10,8 @@ import sqlalchemy as sa
 import yaml
 
 from dq_contracts.odcs.load import load_contracts
-from dq_contracts.engine.runner import normalise_type, run_object
+from dq_contracts.engine.runner import run_object
+from dq_contracts.engine.schema_check import normalise_type
 
 CONTRACT = {
     "apiVersion": "v3.2.0", "kind": "DataContract", "id": "m", "version": "1.0.0", "status": "active",

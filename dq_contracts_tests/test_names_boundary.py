@@ -17,7 +17,8 @@ import yaml
 from dagster._core.definitions.utils import DISALLOWED_NAMES
 
 from dq_contracts.cli import main
-from dq_contracts.odcs.compiler import DAGSTER_RESERVED, UniqueNames, _unique_names
+from dq_contracts.odcs.names import _unique_names
+from dq_contracts.odcs.names import DAGSTER_RESERVED, UniqueNames
 from dq_contracts.odcs.load import load_contracts
 from dq_contracts.dagster_defs.definitions import build_contract_defs
 from dq_contracts.odcs.plans import CheckPlan

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from dq_contracts.engine.runner import DEFAULT_TIMEOUT_SECONDS
+from dq_contracts.engine.sessions import DEFAULT_TIMEOUT_SECONDS
 from dq_contracts_tests.conftest import REPO, duckdb_with
 from dq_contracts_tests.dagit import CHECK_EXECUTIONS, RUN_STATUS, Dagit
 from dq_contracts_tests.pgcluster import PASSWORD, free_port

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dq_contracts.odcs.compiler import TIME_UNITS
+from dq_contracts.odcs.clauses.vocabulary import TIME_UNITS
 from dq_contracts.odcs.plans import CheckPlan, Condition, percent_of
 
 

@@ -19,11 +19,11 @@ from typing import Literal
 import dagster as dg
 from pydantic import Field
 
-from dq_contracts.odcs.compiler import dagster_name
+from dq_contracts.odcs.names import dagster_name
 from dq_contracts.dagster_defs.definitions import RESOURCE_KEY, build_contract_defs
 from dq_contracts.dagster_defs.resource import WarehouseResource
 from dq_contracts.dagster_defs.translator import ContractObjectData, DqContractsTranslator
-from dq_contracts.engine.runner import DEFAULT_TIMEOUT_SECONDS
+from dq_contracts.engine.sessions import DEFAULT_TIMEOUT_SECONDS
 
 PROJECT_CONTRACTS = "{{ context.project_root }}/contracts"
 

@@ -19,17 +19,16 @@ import dagster as dg
 import sqlalchemy as sa
 
 from dq_contracts.engine.contracts import Warehouses, choose_server, failed_results, run_contract
-from dq_contracts.odcs.compiler import (ALL_CHECKS_JOB, AUTOMATION_SENSOR, FRESHNESS_SENSOR, OBJECT_OPS,  # noqa: F401
-                                   checks_job_name, dagster_name, object_op_name, partitions_job_name,
-                                   partitions_schedule_name, schedule_job_name, schedule_name, short_prefixes)
+from dq_contracts.odcs.names import dagster_name
+from dq_contracts.odcs.names import ALL_CHECKS_JOB, AUTOMATION_SENSOR, FRESHNESS_SENSOR, OBJECT_OPS, checks_job_name, object_op_name, partitions_job_name, partitions_schedule_name, schedule_job_name, schedule_name
 from dq_contracts.odcs.load import gc_paused, load_contracts
-from dq_contracts.engine.check_kinds import Scope
+from dq_contracts.engine.scope import Scope
 from dq_contracts.odcs.partitions import Partition, multi_partition, window_partition
 from dq_contracts.odcs.plans import CheckPlan, ContractPlan, ObjectPlan
 from dq_contracts.dagster_defs.problem_defs import problem_defs
 from dq_contracts.odcs.problems import ContractError
 from dq_contracts.dagster_defs.resource import WarehouseResource
-from dq_contracts.engine.runner import CheckResult, error_of, touches_classified
+from dq_contracts.engine.results import CheckResult, error_of, touches_classified
 from dq_contracts.engine.sessions import read_only
 from dq_contracts.engine.schema_check import read_catalog
 from dq_contracts.engine.sql import table_for

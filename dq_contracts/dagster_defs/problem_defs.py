@@ -17,7 +17,8 @@ from pathlib import Path
 
 import dagster as dg
 
-from dq_contracts.odcs.compiler import INVALID_ASSET_PREFIX, PROBLEMS_CHECKS, dagster_name
+from dq_contracts.odcs.names import dagster_name
+from dq_contracts.odcs.names import INVALID_ASSET_PREFIX, PROBLEMS_CHECKS
 from dq_contracts.odcs.load import RejectedContract
 from dq_contracts.odcs.problems import Problem
 from dq_contracts.dagster_defs.translator import ContractObjectData, DqContractsTranslator

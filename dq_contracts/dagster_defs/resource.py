@@ -16,7 +16,7 @@ import dagster as dg
 from pydantic import Field
 
 from dq_contracts.odcs.declaration import FIELDS, env_prefix
-from dq_contracts.engine.runner import DEFAULT_TIMEOUT_SECONDS
+from dq_contracts.engine.sessions import DEFAULT_TIMEOUT_SECONDS
 
 
 class ServerSettings(dg.Config):

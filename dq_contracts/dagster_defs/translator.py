@@ -20,7 +20,7 @@ from typing import Any
 
 import dagster as dg
 
-from dq_contracts.odcs.compiler import is_file_server
+from dq_contracts.odcs.servers import is_file_server
 from dq_contracts.odcs.partitions import PER_PARTITION, PartitionPlan, scope_of
 from dq_contracts.odcs.plans import CheckPlan, ContractPlan, FreshnessPlan, ObjectPlan
 

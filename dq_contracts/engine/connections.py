@@ -30,7 +30,7 @@ from typing import Any, Mapping
 
 import sqlalchemy as sa
 
-from dq_contracts.odcs.compiler import FILE_SERVER_TYPES, is_file_server
+from dq_contracts.odcs.servers import FILE_SERVER_TYPES, is_file_server
 from dq_contracts.odcs.declaration import (ServerDeclaration, declaration_of, default_root, endpoint_disagreements,
                                    env_prefix, inside,
                                    is_regular, is_remote, local_path, location_refusal, real_roots, same_type, server_name)

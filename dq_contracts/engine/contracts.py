@@ -10,11 +10,13 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from dq_contracts.odcs.compiler import checkable
+from dq_contracts.odcs.servers import checkable
 from dq_contracts.engine.connections import Connection, connection_for, engine_for
 from dq_contracts.odcs.partitions import DECLARATION, Partition, PartitionKeyError, partition_for
 from dq_contracts.odcs.plans import ContractPlan, ObjectPlan
-from dq_contracts.engine.runner import DEFAULT_TIMEOUT_SECONDS, CheckResult, run_object
+from dq_contracts.engine.runner import run_object
+from dq_contracts.engine.sessions import DEFAULT_TIMEOUT_SECONDS
+from dq_contracts.engine.results import CheckResult
 from dq_contracts.engine.results import scrub
 
 

@@ -15,19 +15,10 @@ from typing import Any, Iterable, TypeVar
 import sqlalchemy as sa
 
 from dq_contracts.engine import sentences as wording
-from dq_contracts.engine.check_kinds import (
-    KINDS,
-    LAST_SQL,
-    Scope,
-    Unmeasurable,
-    judge_count,
-    named_columns,
-    readable,
-    uses_aggregate,
-)
+from dq_contracts.engine.check_kinds import KINDS, LAST_SQL, Unmeasurable, judge_count, named_columns, readable, uses_aggregate
+from dq_contracts.engine.scope import Scope
 from dq_contracts.odcs.partitions import PER_PARTITION, Partition, scope_of
 from dq_contracts.odcs.plans import CheckPlan, ContractPlan, ObjectPlan
-from dq_contracts.engine.schema_check import normalise_type, same_type  # noqa: F401 - re-exported for callers
 from dq_contracts.engine.sql import render, table_for
 from dq_contracts.engine.results import CheckResult, error_of, touches_classified
 from dq_contracts.engine.samples import SAMPLE_LIMIT, _add_samples

@@ -30,6 +30,8 @@ from dataclasses import dataclass, fields
 from typing import Any, Mapping
 from urllib.parse import unquote, urlsplit
 
+from dq_contracts.odcs.servers import FILE_SERVER_TYPES, is_file_server
+
 # (field, the variable's suffix, how a list is split: None for one value)
 FIELDS: tuple[tuple[str, str, str | None], ...] = (
     ("type", "TYPE", None),
@@ -258,7 +260,6 @@ def server_refusals(server: Mapping[str, Any], index: int, contract_file: str, f
                     ) -> list[tuple[list[str | int], str]]:
     """What the operator's declaration refuses in the server a contract will use, as (the parts of
     its path in the document, what is wrong)."""
-    from dq_contracts.odcs.compiler import FILE_SERVER_TYPES, is_file_server  # the ODCS reading of a server
 
     name = server_name(server)
     declaration = declaration_of(name, environ)

@@ -14,9 +14,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
-from dq_contracts.odcs.compiler import (INVALID_ASSET_PREFIX, FolderIndex, checkable, compile_contract, definition_names, fixed_name_taken,
-                                   name_refusal, outline_contract, share_classification, short_prefixes,
-                                   contested_prefixes)
+from dq_contracts.odcs.compiler import compile_contract, outline_contract
+from dq_contracts.odcs.folder import FolderIndex
+from dq_contracts.odcs.names import INVALID_ASSET_PREFIX, definition_names, fixed_name_taken, name_refusal, short_prefixes, contested_prefixes
+from dq_contracts.odcs.servers import checkable
+from dq_contracts.odcs.classification import share_classification
 from dq_contracts.odcs.declaration import root_of_loaded, server_name, server_refusals
 from dq_contracts.odcs.loader import load_documents
 from dq_contracts.odcs.paths import named_path, parts_of

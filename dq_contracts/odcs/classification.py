@@ -1,0 +1,85 @@
+"""Classification belongs to the table, not to one document: shared over every contract loaded."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable
+
+from dq_contracts.odcs.plans import CheckPlan, ContractPlan, ObjectPlan
+
+
+def _table_key(server: tuple[tuple, str | None, Callable[[str], str]], physical_name: str) -> str:
+    """A physical table, as far as classification goes: its table name in lower case, whatever the
+    server, schema or catalog. That classifies more than the one table on its endpoint (the same name
+    on another server shares it), and in exchange no spelling of an endpoint can tell two contracts
+    of one table apart: another case, a catalog or schema written out, a port written as text, a
+    host's alias, the operator's URL standing for what the contract wrote."""
+    return physical_name.split(".")[-1].lower()
+
+
+
+_ANY_SERVER = ((), None, str.lower)
+
+
+
+def share_classification(plans: list[ContractPlan]) -> list[ContractPlan]:
+    """Every plan with each column classified that any plan of `plans` classifies on the same
+    physical table (a table of that name, in any case, on any server: `_table_key`): a second
+    contract cannot declassify a column by leaving `classification` out. A column classified only
+    by another file says which (`ColumnPlan.classified_by`). The union is over the contracts loaded
+    together: a file checked alone knows only its own classifications."""
+    servers = {id(plan): [_ANY_SERVER] for plan in plans}
+    by_table: dict[tuple, dict[str, tuple[str, str]]] = {}  # table -> folded column -> (classification, file)
+    for plan in plans:
+        for server in servers[id(plan)]:
+            for obj in plan.objects:
+                found = by_table.setdefault(_table_key(server, obj.physical_name), {})
+                for column in obj.columns:
+                    if column.classified and not column.classified_by:
+                        found.setdefault(server[2](column.physical_name), (str(column.classification), plan.file))
+    if not any(by_table.values()):
+        return plans
+    out = []
+    for plan in plans:
+        def union(physical_name: str) -> dict[str, tuple[str, str]]:
+            merged: dict[str, tuple[str, str]] = {}
+            for server in servers[id(plan)]:
+                for column, source in by_table.get(_table_key(server, physical_name), {}).items():
+                    merged.setdefault(column, source)
+            return merged
+
+        fold = servers[id(plan)][0][2] if servers[id(plan)] else str.lower
+        shared_tables: dict[int, dict] = {}  # a contract's SQL rules share one tables map: shared once
+
+        def classify(obj: ObjectPlan) -> ObjectPlan:
+            merged = union(obj.physical_name)
+            columns = tuple(replace(c, classification=merged[fold(c.physical_name)][0],
+                                    classified_by=merged[fold(c.physical_name)][1])
+                            if not c.classified and fold(c.physical_name) in merged else c for c in obj.columns)
+            checks = tuple(_shared_check(c, union, fold, shared_tables) for c in obj.checks)
+            return obj if (columns, checks) == (obj.columns, obj.checks) else replace(obj, columns=columns,
+                                                                                      checks=checks)
+
+        objects = tuple(classify(o) for o in plan.objects)
+        out.append(plan if objects == plan.objects else replace(plan, objects=objects))
+    return out
+
+
+
+def _shared_check(check: CheckPlan, union, fold, shared_tables: dict[int, dict]) -> CheckPlan:
+    """A check that reads another table of the contract, told which of its columns are classified
+    by any contract of that table: a relationship's target, the tables a SQL rule may read (whose
+    judge, where the rule runs, then refuses a classified column used as anything but a count)."""
+    if check.kind == "relationship" and not check.params.get("target_classified") \
+            and union(str(check.params["target_table"])):
+        return replace(check, params=replace(check.params, target_classified=True))
+    if check.kind == "sql" and check.params.get("tables"):
+        original = check.params["tables"]
+        if id(original) not in shared_tables:
+            shared = {table: {column: classified or fold(column) in union(table) for column, classified in
+                              columns.items()} for table, columns in original.items()}
+            shared_tables[id(original)] = original if shared == original else shared
+        tables = shared_tables[id(original)]
+        if tables is not original:
+            return replace(check, params=replace(check.params, tables=tables))
+    return check
