@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime
 import os
 import re
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 from croniter import croniter
@@ -79,133 +79,156 @@ def _property_clauses(props: Any, base: list, obj: dict, object_name: str, ctx: 
             yield from _property_clauses(prop["properties"], here, obj, object_name, ctx, True)
 
 
+@dataclass
+class _Compiled:
+    """What compiling a contract gathers, step by step; checks stay keyed by clause until the end,
+    where their names are made unique once."""
+
+    not_enforced: list[NotEnforced] = field(default_factory=list)
+    objects: list[ObjectPlan] = field(default_factory=list)
+    check_index: dict[str, list[CheckPlan]] = field(default_factory=dict)
+    schedules: list[SchedulePlan] = field(default_factory=list)
+    rule_schedules: list[tuple[str, str, dict]] = field(default_factory=list)  # (object, check pointer, rule)
+    freshness: list[FreshnessPlan] = field(default_factory=list)
+
+
 def compile_contract(validated: ValidatedContract, folder: FolderIndex | None = None
                      ) -> tuple[ContractPlan, list[Problem]]:
-    """`folder`: the objects of the contracts loaded with this one, which relationships may reference."""
+    """`folder`: the objects of the contracts loaded with this one, which relationships may reference.
+    The steps: each schema object's clauses, the SLA properties, the rules' own crons, the v3.0
+    rewrites that merged two clauses, then the final names and the plan."""
     ctx = _Compiling(validated, folder)
-    doc = ctx.document
-    not_enforced: list[NotEnforced] = []
-    objects: list[ObjectPlan] = []
-    check_index: dict[str, list[CheckPlan]] = {}
-    schedules: list[SchedulePlan] = []
-    rule_schedules: list[tuple[str, str, dict]] = []  # (object, check pointer, rule)
-
+    out = _Compiled()
     named: set[str] = set()
-    for oi, obj in enumerate(doc.get("schema") or []):
-        if not isinstance(obj, dict):
-            continue
-        object_name = str(obj.get("name"))
-        base = ["schema", oi]
-        duplicate = object_name in named  # checks, SLA elements and relationships address objects by name
-        if duplicate:
-            ctx.problem([*base, "name"], f"another schema object is already named {object_name!r}; "
-                                         "object names must be unique in a contract")
-        named.add(object_name)
-        clauses = [Clause("schema", base, None, obj, object_name, None, ctx)]
-        clauses += list(_property_clauses(obj.get("properties"), base, obj, object_name, ctx, False))
-        for ri, rel in enumerate(obj.get("relationships") or []):
-            if isinstance(rel, dict):
-                clauses.append(Clause("relationship", [*base, "relationships", ri], rel, obj, object_name, None, ctx))
-        for qi, rule in enumerate(obj.get("quality") or []):
-            if isinstance(rule, dict):
-                clauses.append(Clause(quality_kind(rule), [*base, "quality", qi], rule, obj, object_name, None, ctx))
+    for oi, obj in enumerate(ctx.document.get("schema") or []):
+        if isinstance(obj, dict):
+            _compile_object(ctx, out, oi, obj, named)
+    for si, sla in enumerate(ctx.document.get("slaProperties") or []):
+        if isinstance(sla, dict):
+            _compile_sla(ctx, out, si, sla)
+    _compile_rule_schedules(ctx, out)
+    _merge_rewrites(validated, out)
+    return _contract_plan(validated, ctx, out), ctx.problems
 
-        # physicalType (table, view, file, parquet, …) is free text: it never decides on its own that
-        # nothing is checked; the server does
-        blanket = "duplicate_object" if duplicate else ("no_sql_server" if ctx.no_sql_server else None)
-        checks: list[CheckPlan] = []
-        for clause in clauses:
-            if blanket:
-                not_enforced.append(clause.skip(blanket))
-                continue
-            if clause.kind == "nested":
-                not_enforced.append(clause.skip("nested_property"))
-                continue
-            outcome = CLAUSES[clause.kind](clause)
-            if isinstance(outcome, NotEnforced):
-                not_enforced.append(outcome)
-            else:
-                checks.append(outcome)
-                rule = clause.value if isinstance(clause.value, dict) else {}
-                if str(rule.get("scheduler") or "").lower() == "cron" and rule.get("schedule"):
-                    rule_schedules.append((object_name, clause.pointer, {**rule, "_parts": clause.parts}))
-        if not blanket:
-            checks = _with_primary_key(obj, object_name, base, ctx, checks)
+
+def _object_clauses(obj: dict, base: list, object_name: str, ctx: _Compiling) -> list[Clause]:
+    """Every clause of one schema object: the object's own, its properties', relationships', rules'."""
+    clauses = [Clause("schema", base, None, obj, object_name, None, ctx)]
+    clauses += list(_property_clauses(obj.get("properties"), base, obj, object_name, ctx, False))
+    for ri, rel in enumerate(obj.get("relationships") or []):
+        if isinstance(rel, dict):
+            clauses.append(Clause("relationship", [*base, "relationships", ri], rel, obj, object_name, None, ctx))
+    for qi, rule in enumerate(obj.get("quality") or []):
+        if isinstance(rule, dict):
+            clauses.append(Clause(quality_kind(rule), [*base, "quality", qi], rule, obj, object_name, None, ctx))
+    return clauses
+
+
+def _compile_object(ctx: _Compiling, out: _Compiled, oi: int, obj: dict, named: set[str]) -> None:
+    object_name = str(obj.get("name"))
+    base = ["schema", oi]
+    duplicate = object_name in named  # checks, SLA elements and relationships address objects by name
+    if duplicate:
+        ctx.problem([*base, "name"], f"another schema object is already named {object_name!r}; "
+                                     "object names must be unique in a contract")
+    named.add(object_name)
+    # physicalType (table, view, file, parquet, …) is free text: it never decides on its own that
+    # nothing is checked; the server does
+    blanket = "duplicate_object" if duplicate else ("no_sql_server" if ctx.no_sql_server else None)
+    checks: list[CheckPlan] = []
+    for clause in _object_clauses(obj, base, object_name, ctx):
+        if blanket:
+            out.not_enforced.append(clause.skip(blanket))
+            continue
+        if clause.kind == "nested":
+            out.not_enforced.append(clause.skip("nested_property"))
+            continue
+        outcome = CLAUSES[clause.kind](clause)
+        if isinstance(outcome, NotEnforced):
+            out.not_enforced.append(outcome)
         else:
-            for pi, prop in enumerate(obj.get("properties") or []):
-                if isinstance(prop, dict) and prop.get("primaryKey") is True:
-                    key = Clause("primaryKey", [*base, "properties", pi, "primaryKey"], True, obj, object_name,
-                                 prop, ctx)
-                    not_enforced.append(key.skip(blanket))
-        if duplicate:
-            continue  # the first object of that name keeps it
-        check_index[object_name] = checks  # names are made unique once, at the end
-        objects.append(replace(_object_plan(obj, object_name, base, checks, ctx.line_of(base)),
+            checks.append(outcome)
+            rule = clause.value if isinstance(clause.value, dict) else {}
+            if str(rule.get("scheduler") or "").lower() == "cron" and rule.get("schedule"):
+                out.rule_schedules.append((object_name, clause.pointer, {**rule, "_parts": clause.parts}))
+    if not blanket:
+        checks = _with_primary_key(obj, object_name, base, ctx, checks)
+    else:
+        for pi, prop in enumerate(obj.get("properties") or []):
+            if isinstance(prop, dict) and prop.get("primaryKey") is True:
+                key = Clause("primaryKey", [*base, "properties", pi, "primaryKey"], True, obj, object_name, prop, ctx)
+                out.not_enforced.append(key.skip(blanket))
+    if duplicate:
+        return  # the first object of that name keeps it
+    out.check_index[object_name] = checks  # names are made unique once, at the end
+    out.objects.append(replace(_object_plan(obj, object_name, base, checks, ctx.line_of(base)),
                                partitioning=_partitioning(obj, base, ctx),
                                partition_columns=tuple(partition_columns(obj.get("properties")))))
 
-    # SLA properties
-    freshness: list[FreshnessPlan] = []
-    for si, sla in enumerate(doc.get("slaProperties") or []):
-        if not isinstance(sla, dict):
-            continue
-        parts = ["slaProperties", si]
-        prop_name = str(sla.get("property") or "").strip().lower()
-        target = _sla_element(sla, parts, ctx)
-        produced: CheckPlan | None = None
-        if prop_name in LATENCY_PROPERTIES:
-            obj_name, prop = target if target else (None, None)
-            obj = ctx.object_by_name.get(obj_name) if obj_name else None
-            clause = Clause("sla:latency", parts, sla, obj or {}, obj_name or "", prop, ctx)
-            if ctx.no_sql_server and obj is not None:
-                outcome = clause.skip("no_sql_server")
-            else:
-                outcome = CLAUSES["sla:latency"](clause)
-            if isinstance(outcome, CheckPlan):
-                check_index.setdefault(obj_name, []).append(outcome)
-                produced = outcome
-                # checks are referred to by their clause until their names are final
-                freshness.append(FreshnessPlan(pointer(parts), obj_name, str(clause.column),
-                                               produced.conditions[0].value, produced.clause))
-            elif not _sla_schedule(sla):
-                not_enforced.append(outcome)
-        scheduled = _sla_schedule(sla)
-        if scheduled:
-            cron = _valid_cron(scheduled, [*parts, "schedule"], ctx)
-            if cron:
-                if produced is not None:
-                    selection = [(produced.object, produced.clause)]
-                elif target and target[0] in check_index:
-                    selection = [(target[0], c.clause) for c in check_index[target[0]]]
-                else:
-                    selection = [(o, c.clause) for o, cs in check_index.items() for c in cs]
-                if selection:
-                    label = sla.get("id") or f"sla_{prop_name}_{si}"
-                    schedules.append(SchedulePlan(dagster_name(f"{doc.get('id')}__{label}"), cron,
-                                                  pointer(parts), tuple(selection)))
-                    continue
-            if produced is None:
-                not_enforced.append(CLAUSES["sla:*"](Clause("sla:*", parts, sla, {}, "", None, ctx)))
-        elif produced is None and prop_name not in LATENCY_PROPERTIES:
-            not_enforced.append(CLAUSES["sla:*"](Clause("sla:*", parts, sla, {}, "", None, ctx)))
 
-    # rule-level schedules; each found by its clause in one index (a scan per rule is quadratic)
+def _compile_sla(ctx: _Compiling, out: _Compiled, si: int, sla: dict) -> None:
+    """One SLA property: a latency becomes a freshness check, a cron a schedule of what it names."""
+    parts = ["slaProperties", si]
+    prop_name = str(sla.get("property") or "").strip().lower()
+    target = _sla_element(sla, parts, ctx)
+    produced: CheckPlan | None = None
+    if prop_name in LATENCY_PROPERTIES:
+        obj_name, prop = target if target else (None, None)
+        obj = ctx.object_by_name.get(obj_name) if obj_name else None
+        clause = Clause("sla:latency", parts, sla, obj or {}, obj_name or "", prop, ctx)
+        if ctx.no_sql_server and obj is not None:
+            outcome = clause.skip("no_sql_server")
+        else:
+            outcome = CLAUSES["sla:latency"](clause)
+        if isinstance(outcome, CheckPlan):
+            out.check_index.setdefault(obj_name, []).append(outcome)
+            produced = outcome
+            # checks are referred to by their clause until their names are final
+            out.freshness.append(FreshnessPlan(pointer(parts), obj_name, str(clause.column),
+                                               produced.conditions[0].value, produced.clause))
+        elif not _sla_schedule(sla):
+            out.not_enforced.append(outcome)
+    scheduled = _sla_schedule(sla)
+    if scheduled:
+        cron = _valid_cron(scheduled, [*parts, "schedule"], ctx)
+        if cron:
+            if produced is not None:
+                selection = [(produced.object, produced.clause)]
+            elif target and target[0] in out.check_index:
+                selection = [(target[0], c.clause) for c in out.check_index[target[0]]]
+            else:
+                selection = [(o, c.clause) for o, cs in out.check_index.items() for c in cs]
+            if selection:
+                label = sla.get("id") or f"sla_{prop_name}_{si}"
+                out.schedules.append(SchedulePlan(dagster_name(f"{ctx.document.get('id')}__{label}"), cron,
+                                                  pointer(parts), tuple(selection)))
+                return
+        if produced is None:
+            out.not_enforced.append(CLAUSES["sla:*"](Clause("sla:*", parts, sla, {}, "", None, ctx)))
+    elif produced is None and prop_name not in LATENCY_PROPERTIES:
+        out.not_enforced.append(CLAUSES["sla:*"](Clause("sla:*", parts, sla, {}, "", None, ctx)))
+
+
+def _compile_rule_schedules(ctx: _Compiling, out: _Compiled) -> None:
+    """Rule-level crons; each rule's check found by its clause in one index (a scan per rule is quadratic)."""
     by_clause: dict[tuple[str, str], CheckPlan] = {}
-    for object_name in dict.fromkeys(o for o, _, _ in rule_schedules):
-        for c in reversed(check_index[object_name]):  # the first check of a clause wins, as a scan found it
+    for object_name in dict.fromkeys(o for o, _, _ in out.rule_schedules):
+        for c in reversed(out.check_index[object_name]):  # the first check of a clause wins, as a scan found it
             by_clause.update(dict.fromkeys(((object_name, p) for p in c.clauses), c))
-    for object_name, clause_pointer, rule in rule_schedules:
+    for object_name, clause_pointer, rule in out.rule_schedules:
         cron = _valid_cron(str(rule["schedule"]), [*rule["_parts"], "schedule"], ctx)
         check = by_clause.get((object_name, clause_pointer))
         if cron and check:
-            schedules.append(SchedulePlan(f"{doc.get('id')}__{object_name}__", cron, clause_pointer,
-                                          ((object_name, check.clause),)))
+            out.schedules.append(SchedulePlan(f"{ctx.document.get('id')}__{object_name}__", cron, clause_pointer,
+                                              ((object_name, check.clause),)))
 
-    # v3.0 rewrites that merged two clauses into one: the check answers for both
+
+def _merge_rewrites(validated: ValidatedContract, out: _Compiled) -> None:
+    """v3.0 rewrites that merged two clauses into one: the check answers for both."""
     for rewrite in validated.rewrites:
         if not rewrite.merged:
             continue
-        for name, checks in check_index.items():
+        for checks in out.check_index.values():
             for i, check in enumerate(checks):
                 if rewrite.pointer in check.clauses:
                     checks[i] = replace(check, clauses=(*check.clauses, rewrite.merged))
@@ -214,18 +237,23 @@ def compile_contract(validated: ValidatedContract, folder: FolderIndex | None = 
                 continue
             break
         else:
-            not_enforced.append(NotEnforced(rewrite.merged, "v30_modifier", REASONS["v30_modifier"]))
-    # names made unique once, now that every check is known; references by clause become names
-    final = {name: _unique_names(checks) for name, checks in check_index.items()}
+            out.not_enforced.append(NotEnforced(rewrite.merged, "v30_modifier", REASONS["v30_modifier"]))
+
+
+def _contract_plan(validated: ValidatedContract, ctx: _Compiling, out: _Compiled) -> ContractPlan:
+    """The plan, with names made unique once, now that every check is known; references by clause
+    become names."""
+    doc = ctx.document
+    final = {name: _unique_names(checks) for name, checks in out.check_index.items()}
     name_of = {(o, c.clause): c.name for o, checks in final.items() for c in checks}
-    objects = [replace(o, checks=tuple(final.get(o.name, o.checks))) for o in objects]
-    freshness = [replace(f, check_name=name_of[(f.object, f.check_name)]) for f in freshness]
+    objects = [replace(o, checks=tuple(final.get(o.name, o.checks))) for o in out.objects]
+    freshness = [replace(f, check_name=name_of[(f.object, f.check_name)]) for f in out.freshness]
     # a rule's own schedule is named after its check (its name ends in `__` until the check's is known)
     schedules = [replace(s, name=dagster_name(s.name + name_of[s.checks[0]]) if s.name.endswith("__") else s.name,
-                         checks=tuple((o, name_of[(o, c)]) for o, c in s.checks)) for s in schedules]
+                         checks=tuple((o, name_of[(o, c)]) for o, c in s.checks)) for s in out.schedules]
     owners, dropped = _owners(doc.get("team"))
     description = doc.get("description") if isinstance(doc.get("description"), dict) else None
-    plan = ContractPlan(
+    return ContractPlan(
         file=validated.file,
         folder=os.path.dirname(os.path.abspath(validated.file)),
         id=str(doc.get("id")),
@@ -242,11 +270,10 @@ def compile_contract(validated: ValidatedContract, folder: FolderIndex | None = 
         objects=tuple(objects),
         freshness=tuple(freshness),
         schedules=tuple(_unique_schedule_names(schedules)),
-        not_enforced=tuple(not_enforced),
+        not_enforced=tuple(out.not_enforced),
         rewrites=tuple(validated.rewrites),
         authoritative_definitions=tuple(d for d in doc.get("authoritativeDefinitions") or [] if isinstance(d, dict)),
     )
-    return plan, ctx.problems
 
 
 def _partitioning(obj: dict, base: list, ctx: _Compiling):

@@ -162,7 +162,6 @@ def judge_sql_rule(query: str, *, dialect: str | None, own: str, column: str | N
     contract's objects on that server with their declared columns (the rule's own object among them),
     `allowed_tables` further names the operator allows. Refused: `refusal` says why."""
     dialect = sqlglot_dialect(dialect) or dialect
-    found: dict[str, str] = {}
     unresolved: list[str] = []
     partitioned = False
 
