@@ -27,8 +27,9 @@ from dq_contracts.engine.sql import (
     render,
 )
 from dq_contracts.engine.schema_check import MissingTable, differences
+from dq_contracts.odcs.sqlrender import render as render_rule
 from dq_contracts.odcs.sqlrules import judge_sql_rule
-from dq_contracts.odcs.sqlrules import render as render_rule
+
 from dq_contracts.engine.scope import Scope
 
 # A newest value up to this far ahead of the clock is clock skew between hosts, not bad data.
