@@ -123,3 +123,13 @@ def test_the_engine_refuses_an_engine_nobody_vouched_for(tmp_path):
     with pytest.raises(ReadOnlyRefused, match="DQ_CONTRACTS_<SERVER>_READ_ONLY=true"):
         Session(engine, 5).run(lambda c: c.execute(sa.text("SELECT 1")).scalar())
     engine.dispose()
+
+
+def test_the_resource_declares_read_only_credentials_as_the_environment_does(tmp_path):
+    from dq_contracts.dagster_defs.resource import ServerSettings, WarehouseResource
+    from dq_contracts.odcs.declaration import declaration_of
+
+    folder, environ = _sqlite(tmp_path)
+    resource = WarehouseResource(servers={"lite": ServerSettings(url=environ["DQ_CONTRACTS_LITE_URL"], read_only=True)})
+    assert declaration_of("lite", resource.environ()).credentials_read_only
+    assert not declaration_of("lite", {"DQ_CONTRACTS_LITE_READ_ONLY": "false"}).credentials_read_only

@@ -17,6 +17,10 @@ anything connects) and again when a connection is made:
 * a remote location (`md:`, `s3://`, `https://`, any `scheme:`) only under a prefix in `_REMOTE`
   (none by default).
 
+`_READ_ONLY=true` is the operator's word that the server's credentials can only read: the engine
+then runs a dialect it cannot make read-only and time-limited itself (engine/dialects.py), which it
+refuses otherwise.
+
 This module is pure: no engine, no Dagster.
 """
 
