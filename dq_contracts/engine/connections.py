@@ -3,12 +3,12 @@
 A contract may be written by another team than the one whose credentials run it, so it only says
 which of the operator's servers it means, never where credentials go or which files open. The
 operator's declaration (declaration.py: `DQ_CONTRACTS_<SERVER>_URL`, or `_HOST`/`_PORT`/`_DATABASE`
-with `_USER`/`_PASSWORD`, `_SSLMODE`, `_REQUIRE_AUTH`, `_TYPE`, `_ROOTS`, `_REMOTE`, `_CONTRACTS`, `_SCHEMAS`, `_READ_ONLY`,
-and DuckDB's `_MEMORY_LIMIT`, `_TEMP_DIRECTORY`, `_THREADS`; or the WarehouseResource's settings)
-is checked when a contract loads (core.server_problems) and again here, when it connects: a host,
-port or database other than the operator's, a type other than the declared one, a file outside the
-roots or not a regular file, a remote location not declared: an error, and nothing is opened or
-sent. A server the operator declared no endpoint for gets an error too, and so does one whose
+with `_USER`/`_PASSWORD`, `_SSLMODE`, `_REQUIRE_AUTH`, `_TYPE`, `_ROOTS`, `_REMOTE`, `_CONTRACTS`,
+`_SCHEMAS`, `_READ_ONLY`, and DuckDB's `_MEMORY_LIMIT`, `_TEMP_DIRECTORY`, `_THREADS`; or the
+WarehouseResource's settings) is checked when a contract loads (load.server_problems) and again
+here, when it connects: a host, port or database other than the operator's, a type other than the
+declared one, a file outside the roots or not a regular file, a remote location not declared: an
+error, and nothing is opened or sent. A server the operator declared no endpoint for gets an error too, and so does one whose
 dialect's row (engine/dialects.py) cannot make a session read-only and time-limited, unless the
 operator declares its credentials read-only (`_READ_ONLY=true`).
 
@@ -46,7 +46,7 @@ class Connection:
     schema: str | None
     secrets: tuple[str, ...]  # values never to show in a result, log or error
     files: Files | None = None  # set for a file server: the tables are files DuckDB reads
-    duckdb: tuple[tuple[str, str], ...] = ()  # the dialect's session settings (DuckDB's: dialects.DUCKDB_SETTINGS)
+    duckdb: tuple[tuple[str, str], ...] = ()  # the dialect's session settings (dialects.DUCKDB_SETTINGS)
     roots: tuple[str, ...] | None = None  # where a DuckDB file may be (real paths); None: not confined
     credentials_read_only: bool = False  # the operator vouches for it (`_READ_ONLY`): any dialect may run
 
@@ -152,7 +152,8 @@ def _refuse(problem: str | None, name: str) -> None:
 def _settings(dialect: str | None, declaration: ServerDeclaration) -> tuple[tuple[str, str], ...]:
     """The dialect's session settings, as the operator declared them or by default (DuckDB's memory,
     spill folder and threads)."""
-    chosen = ((name, getattr(declaration, field) or default()) for name, field, default in dialect_of(dialect).settings)
+    settings = dialect_of(dialect).settings
+    chosen = ((name, getattr(declaration, field) or default()) for name, field, default in settings)
     return tuple((name, str(value)) for name, value in chosen if value)
 
 

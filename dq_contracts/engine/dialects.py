@@ -63,6 +63,11 @@ def _catalog_columns(connection: sa.Connection, prefix: list[str], name: str) ->
         return []
 
 
+def no_server_timeout(exc: BaseException) -> bool:
+    """A dialect whose server has no statement timeout of ours: only a timer (`interrupt`) stops one."""
+    return False
+
+
 class MissingTable(Exception):
     """The table is not in the catalog."""
 
@@ -249,7 +254,7 @@ class Dialect:
 
 GENERIC = Dialect(
     name="", driver=None, engine_options=lambda connection: {}, prepare=None, settings=(), begin=None,
-    interrupt=None, server_timeout=lambda exc: False, names_need_schema=False, qualifier=qualifier, regex=_regex,
+    interrupt=None, server_timeout=no_server_timeout, names_need_schema=False, qualifier=qualifier, regex=_regex,
     length=_length, epoch=_epoch, catalog_columns=_catalog_columns, type_spellings=TYPE_SPELLINGS,
     measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT,
     distinct_counts_per_statement=DEFAULT_MEASURES_PER_STATEMENT, key_groups=False)
@@ -267,7 +272,7 @@ DIALECTS: dict[str, Dialect] = {
     "duckdb": Dialect(
         name="duckdb", driver="duckdb", engine_options=_duckdb_options, prepare=_duckdb_confine,
         settings=DUCKDB_SETTINGS, begin=_duckdb_begin, interrupt=_duckdb_interrupt,
-        server_timeout=lambda exc: False, names_need_schema=False, qualifier=qualifier, regex=_duckdb_regex,
+        server_timeout=no_server_timeout, names_need_schema=False, qualifier=qualifier, regex=_duckdb_regex,
         length=_length, epoch=_epoch, catalog_columns=_catalog_columns, type_spellings=TYPE_SPELLINGS,
         measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT, distinct_counts_per_statement=50,
         key_groups=True),
