@@ -15,8 +15,8 @@ import sqlalchemy as sa
 import yaml
 
 from dq_contracts.odcs.load import load_contracts
-from dq_contracts.engine.runner import (DEFAULT_MEASURES_PER_STATEMENT, DISTINCT_COUNTS_PER_STATEMENT, MEASURES_PER_STATEMENT,
-                                 run_object)
+from dq_contracts.engine.dialects import DIALECTS
+from dq_contracts.engine.runner import run_object
 
 NOW = dt.datetime(2026, 6, 1, 12, tzinfo=dt.timezone.utc)
 # the columns at fault in the wide table, and the clause each breaks
@@ -81,8 +81,8 @@ def test_a_table_wider_than_one_statement_gets_every_verdict(tmp_path, request, 
     assert failed == {f"{c}__{k}" for c, k in BROKEN.items() if k in clauses}
     assert len(results) == columns * len(clauses) + 1  # and the schema check
     # the split the engine predicts: as few statements as hold the measures, each one scan
-    most = MEASURES_PER_STATEMENT.get(dialect, DEFAULT_MEASURES_PER_STATEMENT)
-    most_distinct = DISTINCT_COUNTS_PER_STATEMENT[dialect]
+    most = DIALECTS[dialect].measures_per_statement
+    most_distinct = DIALECTS[dialect].distinct_counts_per_statement
     scan, distinct = scan_measures(columns, clauses)
     measuring = [s for s in statements if '"wide"' in s and " AS m0" in s]
     assert len(measuring) == math.ceil(scan / most) + math.ceil(distinct / most_distinct), len(measuring)

@@ -42,6 +42,9 @@ class ServerSettings(dg.Config):
                                         "server (default: every contract loaded)")
     schemas: list[str] | None = Field(default=None, description="Schemas beside the server's own that objects "
                                       "may name in a dotted physicalName (none by default)")
+    read_only: bool | None = Field(default=None, description="True: the operator vouches that the credentials "
+                                   "can only read, so a dialect whose session cannot be made read-only and "
+                                   "time-limited here still runs (with no timeout); refused otherwise")
 
 
 class WarehouseResource(dg.ConfigurableResource):

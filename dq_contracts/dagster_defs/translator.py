@@ -20,7 +20,7 @@ from typing import Any
 
 import dagster as dg
 
-from dq_contracts.odcs.servers import is_file_server
+from dq_contracts.odcs.servers import is_file_server, server_type
 from dq_contracts.odcs.partitions import PER_PARTITION, PartitionPlan, scope_of
 from dq_contracts.odcs.plans import CheckPlan, ContractPlan, FreshnessPlan, ObjectPlan
 
@@ -292,7 +292,8 @@ def _catalog(server: dict[str, Any]) -> str | None:
     if not database or str(database).startswith(":memory:"):
         return None
     text = str(database)
-    if str(server.get("type", "")).lower() == "duckdb":
+    row = server_type(server.get("type"))
+    if row is not None and row.database_file:
         text = re.sub(r"\.(duckdb|db|ddb)$", "", os.path.basename(text.split("?")[0].rstrip("/")))
     return text or None
 
@@ -311,11 +312,12 @@ def server_uri(server: dict[str, Any] | None, physical_name: str) -> str | None:
     if not server:
         return None
     kind = str(server.get("type", "")).lower()
+    row = server_type(kind)
     if is_file_server(server):
         return str(server.get("path")).replace("{model}", physical_name)
     host = server.get("host")
     location = f"//{host}{':' + str(server['port']) if server.get('port') else ''}/" if host else ""
     database = str(server.get("database") or "")
     table = ".".join(str(p) for p in (server.get("schema"), physical_name) if p)
-    scheme = {"postgres": "postgresql"}.get(kind, kind)
+    scheme = row.names[0] if row is not None else kind  # the type's first name: `postgresql` for `postgres`
     return f"{scheme}:{location}{database}/{table}" if (database or location) else None

@@ -23,10 +23,10 @@ from dq_contracts.engine.sql import (
     orphans,
     partition_condition,
     qualified_parts,
-    regex_match,
     render,
 )
-from dq_contracts.engine.schema_check import MissingTable, differences
+from dq_contracts.engine.dialects import MissingTable, dialect_of
+from dq_contracts.engine.schema_check import differences
 from dq_contracts.odcs.sqlrender import render as render_rule
 from dq_contracts.odcs.sqlrules import judge_sql_rule
 
@@ -172,13 +172,13 @@ def _range(check: CheckPlan, scope: Scope) -> ColumnElement:
 
 
 def _length(check: CheckPlan, scope: Scope) -> ColumnElement:
-    length = sa.func.length(_column(check, scope))
+    length = dialect_of(scope.dialect).length(_column(check, scope))
     return length < check.params["bound"] if check.params["lower"] else length > check.params["bound"]
 
 
 def _pattern(check: CheckPlan, scope: Scope) -> ColumnElement:
     col = _column(check, scope)
-    return sa.and_(col.is_not(None), sa.not_(regex_match(col, check.params["pattern"], scope.dialect)))
+    return sa.and_(col.is_not(None), sa.not_(dialect_of(scope.dialect).regex(col, check.params["pattern"])))
 
 
 def _accepted(check: CheckPlan, scope: Scope) -> ColumnElement:
@@ -201,7 +201,7 @@ def _invalid(check: CheckPlan, scope: Scope) -> ColumnElement:
     if p.get("valid_values") is not None:
         invalid.append(col.not_in(p["valid_values"]))
     if p.get("pattern") is not None:
-        invalid.append(sa.not_(regex_match(col, p["pattern"], scope.dialect)))
+        invalid.append(sa.not_(dialect_of(scope.dialect).regex(col, p["pattern"])))
     return sa.and_(col.is_not(None), sa.or_(*invalid))
 
 
@@ -322,9 +322,7 @@ def _duplicate_rows(check: CheckPlan, scope: Scope) -> sa.Select:
 def _age(check: CheckPlan, scope: Scope) -> tuple[str, ColumnElement]:
     """Seconds between the run's moment and the newest value, computed in the database: a naive
     timestamp counts as UTC whatever the session's time zone (its epoch is taken as written)."""
-    # EXTRACT(EPOCH) of a timestamp without time zone is its nominal epoch (as if UTC), of a date its
-    # midnight UTC, of a timestamp with time zone the instant itself: on PostgreSQL and DuckDB alike
-    epoch = sa.extract("epoch", sa.func.max(_column(check, scope)))
+    epoch = dialect_of(scope.dialect).epoch(sa.func.max(_column(check, scope)))
     now = sa.bindparam(None, scope.now.timestamp(), type_=sa.Float)
     return f"age:{check.params['column']}", now - epoch
 

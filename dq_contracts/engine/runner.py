@@ -16,7 +16,9 @@ import sqlalchemy as sa
 
 from dq_contracts.engine import sentences as wording
 from dq_contracts.engine.check_kinds import KINDS, LAST_SQL, Unmeasurable, judge_count, named_columns, readable, uses_aggregate
+from dq_contracts.engine.dialects import dialect_of
 from dq_contracts.engine.scope import Scope
+from dq_contracts.odcs.servers import server_type_of_dialect
 from dq_contracts.odcs.partitions import PER_PARTITION, Partition, scope_of
 from dq_contracts.odcs.plans import CheckPlan, ContractPlan, ObjectPlan
 from dq_contracts.engine.sql import render, table_for
@@ -27,19 +29,11 @@ from dq_contracts.engine.results import Measured
 from dq_contracts.engine.sessions import TRANSIENT
 
 T = TypeVar("T")
-# Measures per statement, by dialect: PostgreSQL refuses a target list of more than 1,664 entries,
-# and a wide table's aggregate is split into as few statements as fit, each one scan of its columns.
-MEASURES_PER_STATEMENT = {"postgresql": 1500}
-DEFAULT_MEASURES_PER_STATEMENT = 2000
-# Distinct counts per statement (kinds._keys_apart): DuckDB holds a hash table for each at once.
-DISTINCT_COUNTS_PER_STATEMENT = {"duckdb": 50, "postgresql": 1500}
-# Dialects where a key column's repeated rows, its NULLs and its 5 smallest repeated keys come from
-# one GROUP BY (a bounded `min(key, 5)`), so a failing unique or primary key needs no second pass
-# for samples; PostgreSQL has no bounded aggregate, and its COUNT(DISTINCT …) is faster than its
-# hash GROUP BY (2M rows: 0.57 s against 2.37 s).
-KEY_GROUPS = {"duckdb"}
-# ... for a table of a few key columns: a GROUP BY is a scan of its own, so a wide table of many
-# (1,000 unique columns: 1,000 statements) takes its distinct counts 50 to a scan instead
+# A wide table's aggregate is split into as few statements as fit (the dialect's row says how many
+# measures and distinct counts one holds: dialects.Dialect), each one scan of its columns. Where the
+# row has `key_groups`, each key column gets one GROUP BY for its repeated rows, NULLs and samples,
+# for a table of a few key columns: a GROUP BY is a scan of its own, so a wide table of many (1,000
+# unique columns: 1,000 statements) takes its distinct counts 50 to a scan instead
 KEY_GROUPS_MOST = 10
 
 
@@ -68,8 +62,9 @@ def run_object(
     wanted = set(selected) if selected is not None else None
     checks = [c for c in obj.checks if wanted is None or c.name in wanted]
     secrets = list(secrets)
-    if schema is None and engine.dialect.name == "postgresql":
-        schema = "public"  # the session resolves names in pg_catalog alone (_settings): tables name their schema
+    if schema is None and dialect_of(engine.dialect.name).names_need_schema:
+        # the session resolves names in the catalog schema alone: tables name their schema
+        schema = server_type_of_dialect(engine.dialect.name).default_schema
     common = dict(schema=schema, now=now, timeout_seconds=timeout_seconds, secrets=secrets, files=files)
     if partition is None:
         return _run_checks(contract, obj, engine, checks, **common)
@@ -208,6 +203,7 @@ def _measure(checks: list[CheckPlan], scope: Scope, session: Session) -> Measure
     each of its measures runs alone, so the one at fault fails and the others still report; a
     timeout or a lost server fails them all at once (running them again would only repeat it)."""
     measured = Measured()
+    dialect = dialect_of(scope.dialect)
     statements: list[dict[str, Any]] = [{"rows": sa.func.count()}, {}]
     grouped: dict[str, dict[str, tuple[bool, Any]]] = {}  # key column -> measure key -> (primary key?, expression)
     seen = {"rows"}  # a measure two checks share is built once (a wide table has thousands)
@@ -219,15 +215,14 @@ def _measure(checks: list[CheckPlan], scope: Scope, session: Session) -> Measure
             continue
         seen.add(key)
         apart = kind.apart(check)
-        if apart and scope.dialect in KEY_GROUPS:
+        if apart and dialect.key_groups:
             grouped.setdefault(check.params["columns"][0], {})[key] = (check.kind == "primary_key", expression)
         else:
             statements[1 if apart else 0][key] = expression
     for column, keys in grouped.items():
         if len(grouped) > KEY_GROUPS_MOST or not _run_key_groups(column, keys, scope, session, measured):
             statements[1].update({key: expression for key, (_, expression) in keys.items()})  # distinct counts
-    limits = (MEASURES_PER_STATEMENT.get(scope.dialect, DEFAULT_MEASURES_PER_STATEMENT),
-              DISTINCT_COUNTS_PER_STATEMENT.get(scope.dialect, DEFAULT_MEASURES_PER_STATEMENT))
+    limits = (dialect.measures_per_statement, dialect.distinct_counts_per_statement)
     for measures, most in zip(statements, limits):
         keys = list(measures)
         for start in range(0, len(keys), most):

@@ -10,21 +10,13 @@ as information: they never fail the check.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Mapping
 
 import sqlalchemy as sa
 
+from dq_contracts.engine.dialects import READERS, TYPE_SPELLINGS, MissingTable, dialect_of
 from dq_contracts.engine.scope import Scope
-
-_TYPE_SPELLINGS = {
-    "int4": "integer", "int": "integer", "int32": "integer", "int8": "bigint", "int64": "bigint", "long": "bigint",
-    "int2": "smallint", "float8": "double", "double precision": "double", "float4": "real", "float": "double",
-    "numeric": "decimal", "bool": "boolean", "character varying": "varchar", "string": "varchar", "text": "varchar",
-    "timestamp without time zone": "timestamp", "timestamptz": "timestamp with time zone",
-    "timestamp with time zone": "timestamp with time zone", "timetz": "time with time zone",
-    "time without time zone": "time", "character": "char", "bpchar": "char", "varbit": "bit varying",
-    "bool_": "boolean",
-}
+from dq_contracts.odcs.servers import server_type_of_dialect
 
 # ODCS logicalType → the SQLAlchemy type families a column of that logical type may have
 LOGICAL_CATEGORIES: dict[str, tuple[type, ...]] = {
@@ -39,8 +31,9 @@ LOGICAL_CATEGORIES: dict[str, tuple[type, ...]] = {
 _KNOWN_FAMILIES = (sa.Integer, sa.Numeric, sa.String, sa.Uuid, sa.Boolean, sa.Date, sa.DateTime, sa.Time)
 
 
-def normalise_type(text: str) -> str:
-    """`int4`/`INTEGER`, `varchar(2)`/`VARCHAR(2)`, `numeric(12,2)`/`DECIMAL(12,2)` compare equal."""
+def normalise_type(text: str, spellings: Mapping[str, str] = TYPE_SPELLINGS) -> str:
+    """`int4`/`INTEGER`, `varchar(2)`/`VARCHAR(2)`, `numeric(12,2)`/`DECIMAL(12,2)` compare equal
+    (`spellings`: the dialect's row's)."""
     lowered = re.sub(r"\s+", " ", str(text).strip().lower())
     # PostgreSQL writes the precision mid-name: timestamp(3) with time zone → timestamp with time zone(3)
     lowered = re.sub(r"^(timestamp|time)\s*(\(\d+\))\s+(with(?:out)? time zone)$", r"\1 \3\2", lowered)
@@ -48,13 +41,13 @@ def normalise_type(text: str) -> str:
     if not match:
         return lowered
     base, args = match.group(1).strip(), (match.group(2) or "").replace(" ", "")
-    return _TYPE_SPELLINGS.get(base, base) + args
+    return spellings.get(base, base) + args
 
 
-def same_type(real: str, declared: str) -> bool:
+def same_type(real: str, declared: str, spellings: Mapping[str, str] = TYPE_SPELLINGS) -> bool:
     """Equal after normalising; arguments count only when both sides have them, because some
     warehouses drop them (DuckDB keeps no VARCHAR length)."""
-    a, b = normalise_type(real), normalise_type(declared)
+    a, b = normalise_type(real, spellings), normalise_type(declared, spellings)
     if a == b:
         return True
     return ("(" not in a or "(" not in b) and a.split("(")[0] == b.split("(")[0]
@@ -69,18 +62,15 @@ def logical_mismatch(logical_type: Any, real: sa.types.TypeEngine) -> bool:
 
 
 def _folds_to(dialect: str, declared: str, real: str) -> bool:
-    """Whether a quoted identifier as declared reaches the real column: DuckDB matches identifiers
-    case-insensitively even when quoted; PostgreSQL only exactly."""
-    return dialect == "duckdb" and declared.lower() == real.lower()
+    """Whether a quoted identifier as declared reaches the real column: where the server type's names
+    are not case-sensitive (DuckDB matches quoted identifiers ignoring case), in any case; else
+    (PostgreSQL, a dialect no server type speaks) only exactly."""
+    row = server_type_of_dialect(dialect)
+    return row is not None and not row.case_sensitive and declared.lower() == real.lower()
 
 
-class MissingTable(Exception):
-    """The table is not in the catalog."""
-
-
-# DESCRIBE has no SQLAlchemy expression; the reader's name comes from this table, the path is bound
-DESCRIBE_FILES = {fmt: sa.text(f"DESCRIBE SELECT * FROM {reader}(:path)")
-                  for fmt, reader in (("csv", "read_csv"), ("parquet", "read_parquet"), ("json", "read_json"))}
+# DESCRIBE has no SQLAlchemy expression; the reader's name comes from DuckDB's readers, the path is bound
+DESCRIBE_FILES = {fmt: sa.text(f"DESCRIBE SELECT * FROM {reader}(:path)") for fmt, reader in READERS.items()}
 
 
 def read_files(scope: Scope, connection: sa.Connection) -> dict[str, dict[str, Any]]:
@@ -108,17 +98,7 @@ def read_catalog(scope: Scope, connection: sa.Connection) -> dict[str, dict[str,
     if scope.files is not None:
         return read_files(scope, connection)
     *prefix, name = qualified_parts(scope.obj.physical_name, scope.schema)
-    if scope.dialect == "postgresql" and len(prefix) == 2:
-        current = connection.execute(sa.select(sa.func.current_database())).scalar()
-        if prefix[0] != current:
-            raise MissingTable(f"table {'.'.join([*prefix, name])} is in database {prefix[0]!r}, not in "
-                               f"{current!r}, the database this server connects to")
-        prefix = prefix[1:]  # database.schema.table: PostgreSQL's catalog holds its own database only
-    inspector = sa.inspect(connection)
-    try:
-        columns = inspector.get_columns(name, schema=".".join(prefix) or None)
-    except sa.exc.NoSuchTableError:
-        columns = []
+    columns = dialect_of(scope.dialect).catalog_columns(connection, prefix, name)
     if not columns:
         raise MissingTable(f"table {'.'.join([*prefix, name])} does not exist (or has no columns)")
     return {str(c["name"]).lower(): c for c in columns}
@@ -147,7 +127,8 @@ def differences(check: Any, scope: Scope, connection: sa.Connection) -> dict[str
         real = found["type"]
         real_text = found.get("type_text") or real.compile(dialect=connection.dialect)
         if column.get("physical_type"):
-            if not same_type(real_text, str(column["physical_type"])):
+            spellings = dialect_of(connection.dialect.name).type_spellings
+            if not same_type(real_text, str(column["physical_type"]), spellings):
                 mismatched.append(f"{name}: declared {column['physical_type']}, found {real_text}")
         elif logical_mismatch(column.get("logical_type"), real):
             logical.append(f"{name}: declared logicalType {column['logical_type']}, found {real_text}")

@@ -1,8 +1,7 @@
-"""One read-only, time-limited session per object checked.
-
-On PostgreSQL `BEGIN READ ONLY` and one settings statement (timeout, UTC, names resolved in
-pg_catalog); DuckDB engines are opened read-only (connections.engine_for) and a timer interrupts a
-query that runs past the timeout.
+"""One read-only, time-limited session per object checked, as the dialect's row makes it
+(engine/dialects.py): on PostgreSQL `BEGIN READ ONLY` and one settings statement (timeout, UTC,
+names resolved in pg_catalog); DuckDB engines are opened read-only (connections.engine_for) and a
+timer interrupts a query that runs past the timeout.
 """
 
 from __future__ import annotations
@@ -13,6 +12,7 @@ from typing import Callable, Iterator, TypeVar
 
 import sqlalchemy as sa
 
+from dq_contracts.engine.dialects import dialect_of, read_only_refusal
 from dq_contracts.engine.results import StatementTimeout
 
 T = TypeVar("T")
@@ -22,31 +22,21 @@ DEFAULT_TIMEOUT_SECONDS = 300
 
 
 
-def _settings(timeout_seconds: float) -> sa.TextClause:
-    # one statement, local to the transaction: the timeout; every timestamp literal and comparison in
-    # UTC whatever the role's or database's time zone; and names resolved in pg_catalog alone, since
-    # PostgreSQL weighs a function of every schema on the search path equally and an exact type match
-    # wins (a `public.length(varchar)` would answer our `length(code)`). Tables are always named with
-    # their schema (connections.connection_for). set_config is refused in contracts' SQL.
-    return sa.text("SELECT set_config('statement_timeout', :ms, true), set_config('TimeZone', 'UTC', true), "
-                   "set_config('search_path', 'pg_catalog', true)").bindparams(ms=str(int(timeout_seconds * 1000)))
-
-
-
 class _Deadline:
-    """DuckDB has no statement timeout: a timer interrupts the connection's query instead."""
+    """Where the server has no statement timeout (the row's `interrupt`), a timer stops the statement."""
 
     def __init__(self, connection: sa.Connection, timeout_seconds: float) -> None:
         self.fired = threading.Event()
         self.timer: threading.Timer | None = None
-        if connection.dialect.name == "duckdb":
-            driver = connection.connection.driver_connection
+        interrupt = dialect_of(connection.dialect.name).interrupt
+        if interrupt is not None:
+            stop = interrupt(connection)
 
-            def interrupt() -> None:
+            def fire() -> None:
                 self.fired.set()
-                driver.interrupt()
+                stop()
 
-            self.timer = threading.Timer(timeout_seconds, interrupt)
+            self.timer = threading.Timer(timeout_seconds, fire)
             self.timer.daemon = True
             self.timer.start()
 
@@ -56,26 +46,31 @@ class _Deadline:
 
 
 
+# set on an engine (connections.engine_for) whose operator declared its credentials read-only
+CREDENTIALS_READ_ONLY = "dq_contracts_credentials_read_only"
+
+
+class ReadOnlyRefused(RuntimeError):
+    """The dialect's row cannot make a session read-only and time-limited, and nobody vouched for it."""
+
+
 def _begin(engine: sa.Engine, timeout_seconds: float) -> sa.Connection:
-    """A connection in a read-only transaction with the timeout set: on PostgreSQL `BEGIN READ ONLY`
-    and one settings statement; DuckDB engines are opened read-only (connections.engine_for)."""
-    if engine.dialect.name == "postgresql":
-        connection = engine.execution_options(postgresql_readonly=True).connect()
-        try:
-            connection.execute(_settings(timeout_seconds))
-        except BaseException:
-            connection.close()
-            raise
-        return connection
+    """A connection in a read-only transaction with the timeout set, as the dialect's row makes it
+    (engine/dialects.py); a dialect whose row cannot is refused, unless the operator declared its
+    credentials read-only."""
+    row = dialect_of(engine.dialect.name)
+    if row.begin is not None:
+        return row.begin(engine, timeout_seconds)
+    if not engine.get_execution_options().get(CREDENTIALS_READ_ONLY):
+        raise ReadOnlyRefused(read_only_refusal(engine.dialect.name))
     return engine.connect()
 
 
 
-def _server_timeout(exc: BaseException) -> bool:
-    """PostgreSQL cancelled the statement at its statement_timeout (SQLSTATE 57014, and not an
-    administrator's cancel): said as our own timeout, whose words hold nothing of the data."""
-    orig = getattr(exc, "orig", None)
-    return getattr(orig, "pgcode", None) == "57014" and "statement timeout" in str(orig)
+def _server_timeout(connection_or_engine: sa.Connection | sa.Engine, exc: BaseException) -> bool:
+    """The server cancelled the statement at its timeout: said as our own timeout, whose words hold
+    nothing of the data."""
+    return dialect_of(connection_or_engine.dialect.name).server_timeout(exc)
 
 
 
@@ -93,7 +88,7 @@ def read_only(engine: sa.Engine, timeout_seconds: float) -> Iterator[sa.Connecti
     try:
         yield connection
     except Exception as exc:
-        if deadline.fired.is_set() or _server_timeout(exc):
+        if deadline.fired.is_set() or _server_timeout(engine, exc):
             raise _timed_out(timeout_seconds) from exc
         raise
     finally:
@@ -124,7 +119,7 @@ class Session:
             return work(self._connection)
         except Exception as exc:
             self.close()
-            if deadline.fired.is_set() or _server_timeout(exc):
+            if deadline.fired.is_set() or _server_timeout(self.engine, exc):
                 raise _timed_out(self.timeout_seconds) from exc
             raise
         finally:

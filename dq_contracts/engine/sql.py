@@ -13,6 +13,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
+from dq_contracts.engine.dialects import READERS, dialect_of
+
 
 
 def quoted(name: str) -> sa.sql.quoted_name:
@@ -26,27 +28,20 @@ def qualified_parts(physical_name: str, schema: str | None) -> list[str]:
     return parts if len(parts) > 1 or not schema else [schema, *parts]
 
 
-READERS = {"csv": "read_csv", "parquet": "read_parquet", "json": "read_json"}
-
-
 def table_for(physical_name: str, schema: str | None, columns: list[str], preparer: Any = None,
               files: Any = None) -> Any:
     """The table with each part of its name quoted on its own (`"db"."schema"."table"`), never a
-    dotted name quoted as one identifier. `preparer` is the dialect's identifier preparer. With
-    `files` (a file server), the table is DuckDB's reader of the object's files, its path bound."""
+    dotted name quoted as one identifier, as the dialect's row quotes them (`preparer` is the
+    dialect's identifier preparer). With `files` (a file server), the table is DuckDB's reader of the
+    object's files, its path bound."""
     if files is not None:
         reader = getattr(sa.func, READERS[files.format])(sa.bindparam(None, files.path_of(physical_name),
                                                                       type_=sa.String))
         return reader.table_valued(*(sa.column(quoted(c)) for c in dict.fromkeys(columns))).alias(
             quoted(physical_name.split(".")[-1]))
     *prefix, name = qualified_parts(physical_name, schema)
-    qualifier: Any = None
-    if len(prefix) == 1:
-        qualifier = quoted(prefix[0])
-    elif prefix:  # SQLAlchemy quotes a schema as one identifier: join the parts, each quoted by the dialect
-        if preparer is None:
-            raise ValueError(f"{physical_name}: a name of {len(prefix) + 1} parts needs the dialect's quoting")
-        qualifier = sa.sql.quoted_name(".".join(preparer.quote_identifier(p) for p in prefix), quote=False)
+    row = dialect_of(preparer.dialect.name if preparer is not None else None)
+    qualifier = row.qualifier(prefix, preparer, physical_name)
     return sa.table(quoted(name), *(sa.column(quoted(c)) for c in dict.fromkeys(columns)), schema=qualifier)
 
 
@@ -102,15 +97,6 @@ def partition_condition(partition: Any, dialect: Any) -> tuple[str, str, dict[st
         shown = str(compiled)
     return (str(compiled), shown, dict(compiled.params),
             {name: bind.type for name, bind in compiled.binds.items()})
-
-
-def regex_match(column: ColumnElement, pattern: str, dialect: str) -> ColumnElement:
-    """True when the value contains a match (JSON Schema `pattern` semantics: not anchored)."""
-    if dialect == "duckdb":
-        return sa.func.regexp_matches(column, sa.bindparam(None, pattern, type_=sa.String))
-    if dialect in ("postgresql", "postgres"):
-        return column.op("~")(sa.bindparam(None, pattern, type_=sa.String))
-    return column.regexp_match(pattern)
 
 
 def compound_duplicates(table: sa.TableClause, columns: list[str], *, count_nulls: bool) -> sa.Select:

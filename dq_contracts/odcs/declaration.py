@@ -17,6 +17,10 @@ anything connects) and again when a connection is made:
 * a remote location (`md:`, `s3://`, `https://`, any `scheme:`) only under a prefix in `_REMOTE`
   (none by default).
 
+`_READ_ONLY=true` is the operator's word that the server's credentials can only read: the engine
+then runs a dialect it cannot make read-only and time-limited itself (engine/dialects.py), which it
+refuses otherwise.
+
 This module is pure: no engine, no Dagster.
 """
 
@@ -30,7 +34,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Mapping
 from urllib.parse import unquote, urlsplit
 
-from dq_contracts.odcs.servers import FILE_SERVER_TYPES, is_file_server
+from dq_contracts.odcs.servers import is_file_server, local, same_type, server_type
 
 # (field, the variable's suffix, how a list is split: None for one value)
 FIELDS: tuple[tuple[str, str, str | None], ...] = (
@@ -50,12 +54,11 @@ FIELDS: tuple[tuple[str, str, str | None], ...] = (
     ("remote", "REMOTE", ","),
     ("contracts", "CONTRACTS", os.pathsep),
     ("schemas", "SCHEMAS", ","),
+    ("read_only", "READ_ONLY", None),
 )
 
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # md:, s3://, https://, file: (a one-letter scheme is a drive)
 _GLOB = re.compile(r"[*?\[{]")
-# ODCS types that name one engine under two spellings
-_SAME_TYPE = {"postgresql": "postgres"}
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,13 @@ class ServerDeclaration:
     remote: tuple[str, ...] = ()
     contracts: tuple[str, ...] = ()
     schemas: tuple[str, ...] = ()  # schemas beside the server's own that objects may name (`other.t`)
+    # `true`: the operator vouches that the credentials can only read, so an engine that cannot make
+    # a session read-only and time-limited itself (engine/dialects.py) may still run the checks
+    read_only: str | None = None
+
+    @property
+    def credentials_read_only(self) -> bool:
+        return str(self.read_only or "").strip().lower() in ("true", "1", "yes")
 
     @property
     def declared(self) -> bool:
@@ -200,11 +210,6 @@ def is_regular(path: str) -> bool:
         return False
 
 
-def same_type(contract_type: str, declared: str) -> bool:
-    a, b = contract_type.strip().lower(), declared.strip().lower()
-    return _SAME_TYPE.get(a, a) == _SAME_TYPE.get(b, b)
-
-
 def endpoint_disagreements(server: Mapping[str, Any], host: Any, port: Any, database: Any) -> list[tuple[str, Any, Any]]:
     """(key, the contract's, the operator's) for each of host, port and database both name differently."""
     found = []
@@ -271,14 +276,19 @@ def server_refusals(server: Mapping[str, Any], index: int, contract_file: str, f
                      f"the operator binds it to {', '.join(declaration.contracts)} "
                      f"({env_prefix(name)}_CONTRACTS); not connecting")]
     found: list[tuple[list[str | int], str]] = []
-    declared_type = declaration.type
-    if declared_type is None and declaration.url and kind in ("postgres", "postgresql", "duckdb"):
+    row = server_type(kind)
+    declared_type, agrees = declaration.type, True
+    if declared_type:
+        agrees = same_type(kind, declared_type)
+    elif declaration.url and row is not None and row.dialect and not row.files:
+        # the URL's dialect says the type: it must be the dialect of the contract's type
         declared_type = declaration.url.split(":", 1)[0].split("+", 1)[0]
-    if declared_type and kind and not same_type(kind, declared_type):
+        agrees = declared_type.lower() == row.dialect
+    if declared_type and kind and not agrees:
         found.append(([*at, "type"], f"server {name!r}: the contract says type {kind!r}, the operator declared "
                                      f"{declared_type!r}; not connecting"))
         return found
-    if kind == "duckdb" and not declaration.url:
+    if row is not None and row.database_file and not declaration.url:
         problem = location_refusal(str(server.get("database") or ""), folder, declaration, root, "database")
         if problem:
             found.append(([*at, "database"], f"server {name!r}: {problem}"))
@@ -299,7 +309,7 @@ def server_refusals(server: Mapping[str, Any], index: int, contract_file: str, f
     if not is_file_server(dict(server)):
         found.extend(([*at, "schema"], f"server {name!r}: {problem}") for problem in
                      schema_refusals(server, declaration, physical_names, kind))
-    if kind not in ("duckdb", *FILE_SERVER_TYPES) and not is_file_server(dict(server)):
+    if not local(kind):
         endpoint = declared_endpoint(declaration)
         if endpoint is not None:
             for key, theirs, ours in endpoint_disagreements(server, *endpoint):
@@ -309,15 +319,13 @@ def server_refusals(server: Mapping[str, Any], index: int, contract_file: str, f
     return found
 
 
-DEFAULT_SCHEMAS = {"duckdb": "main", "postgres": "public", "postgresql": "public"}
-
-
 def schema_refusals(server: Mapping[str, Any], declaration: ServerDeclaration, physical_names: tuple[str, ...],
                     kind: str) -> list[str]:
     """An object whose physicalName names another schema (`pg_catalog.pg_authid`, `other.t`) or a
     catalog than the server's: its checks would read a table the operator never offered. Allowed
     only for the schemas the operator lists (`_SCHEMAS`)."""
-    own = str(server.get("schema") or DEFAULT_SCHEMAS.get(kind, "")).lower()
+    row = server_type(kind)
+    own = str(server.get("schema") or (row.default_schema if row is not None else None) or "").lower()
     allowed = {own, *(s.strip().lower() for s in declaration.schemas)}
     found = []
     for physical in physical_names:

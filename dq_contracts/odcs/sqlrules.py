@@ -40,26 +40,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from dq_contracts.odcs.servers import sqlglot_dialect
+
 _PLACEHOLDER = re.compile(r"\$?\{([A-Za-z_][A-Za-z0-9_]*)\}")
 TABLE_PLACEHOLDERS = {"object", "table", "model"}
 COLUMN_PLACEHOLDERS = {"property", "column", "field"}
 PARTITION_PLACEHOLDER = "partition"  # `{partition}`: the rows of the partition checked; TRUE for the whole table
 RESERVED = "dq_placeholder_"  # the names placeholders and bound values take in the tree: never in a query
 _OBJECT, _PROPERTY, _PARTITION = RESERVED + "object", RESERVED + "property", RESERVED + "partition"
-
-# One table from a server's type (ODCS) or an engine's dialect name (SQLAlchemy) to sqlglot's dialect.
-SQLGLOT_DIALECTS = {
-    "postgresql": "postgres", "postgres": "postgres", "cloudsql": "postgres", "redshift": "redshift",
-    "duckdb": "duckdb", "sqlite": "sqlite", "mysql": "mysql", "mariadb": "mysql", "sqlserver": "tsql",
-    "mssql": "tsql", "snowflake": "snowflake", "bigquery": "bigquery", "databricks": "databricks",
-    "spark": "spark", "trino": "trino", "presto": "presto", "oracle": "oracle", "clickhouse": "clickhouse",
-}
-
-
-def sqlglot_dialect(name: str | None) -> str | None:
-    """sqlglot's dialect for a server type or an engine's dialect name; None (generic SQL) when unknown."""
-    return SQLGLOT_DIALECTS.get((name or "").lower())
-
 
 # The allow-list: the function families a data-quality rule needs, all read-only and local to the
 # rows they are given. Anything else is refused: functions that run SQL given as text

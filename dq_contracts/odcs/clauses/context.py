@@ -14,8 +14,7 @@ from dq_contracts.odcs.loader import line_at
 from dq_contracts.odcs.paths import named_step, pointer_step
 from dq_contracts.odcs.plans import CLASSIFIED
 from dq_contracts.odcs.problems import Problem
-from dq_contracts.odcs.servers import checkable, engine_type, server_identity
-from dq_contracts.odcs.sqlrules import sqlglot_dialect
+from dq_contracts.odcs.servers import checkable, engine_type, server_identity, sqlglot_dialect
 from dq_contracts.odcs.validate import ValidatedContract
 
 
