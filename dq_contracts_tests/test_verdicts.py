@@ -16,7 +16,7 @@ import pytest
 import sqlalchemy as sa
 
 from dq_contracts.engine.contracts import Warehouses, run_contract
-from dq_contracts.engine.check_kinds import Unmeasurable, judge_count
+from dq_contracts.engine.verdicts import Unmeasurable, judge_count
 from dq_contracts.engine.scope import Scope
 from dq_contracts.odcs.plans import CheckPlan, Condition
 from dq_contracts_tests.conftest import duckdb_with

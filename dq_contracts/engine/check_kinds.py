@@ -10,13 +10,13 @@ means adding its row here (and its compiler function and cases).
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field, replace
+from dataclasses import KW_ONLY, dataclass, replace
 from typing import Any, Callable
 
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
-from dq_contracts.odcs.plans import CheckPlan, ObjectPlan, percent_of
+from dq_contracts.odcs.plans import CheckPlan, ObjectPlan
 from dq_contracts.engine.sql import (
     compound_duplicates,
     orphan_samples,
@@ -29,23 +29,11 @@ from dq_contracts.engine.sql import (
 from dq_contracts.engine.schema_check import MissingTable, differences
 from dq_contracts.odcs.sqlrules import judge_sql_rule
 from dq_contracts.odcs.sqlrules import render as render_rule
+from dq_contracts.engine import sentences as say
+from dq_contracts.engine.results import CheckResult, unevaluated
 from dq_contracts.engine.scope import Scope
-
-# A newest value up to this far ahead of the clock is clock skew between hosts, not bad data.
-FUTURE_TOLERANCE_SECONDS = 300
-
-
-@dataclass
-class Verdict:
-    passed: bool
-    observed: Any = None
-    error: str | None = None
-    details: dict[str, Any] = field(default_factory=dict)
-
-
-class Unmeasurable(Exception):
-    """The measurement cannot be judged (its message says why); the check fails with it."""
-
+from dq_contracts.engine.sentences import Words
+from dq_contracts.engine.verdicts import Unmeasurable, Verdict, judge_count, judge_freshness, judge_scalar, judge_schema
 
 Measure = Callable[[CheckPlan, Scope], tuple[str, ColumnElement]]
 Violation = Callable[[CheckPlan, Scope], ColumnElement]
@@ -57,10 +45,18 @@ Judge = Callable[[CheckPlan, Any, "int | None", Scope], Verdict]
 
 @dataclass(frozen=True)
 class Kind:
+    """The engine's row of one check kind (its ODCS row is `odcs.check_kinds.CHECK_KINDS`, keyed
+    alike). The fields with no default are the ones every kind must state: a kind without words
+    or a verdict of its own is not one the engine can run."""
+
     name: str
+    _: KW_ONLY
+    judge: Judge  # the measurement against the clause's conditions
+    failing_rows: FailingRows | None  # the clause's own query, for people: the offending rows (or, where
+    # there are none to list, the one value the clause judges); never run by the engine
+    words: Words  # the result in one sentence (sentences.py)
     measure: Measure | None = None  # a column of the one aggregate scan, keyed so equal measures are shared
     evaluate: Evaluate | None = None  # or a query (or catalog read) of its own
-    judge: Judge | None = None  # default: judge_count
     sample_columns: Callable[[CheckPlan], list[str]] = lambda check: []  # noqa: E731
     samples: Samples | None = None
     hint: str = ""  # said before a database error, to name the likely cause (formatted with the params)
@@ -68,66 +64,14 @@ class Kind:
     # the condition an offending row meets, for kinds judged row by row: their samples come from one
     # scan shared by every failing clause of the table
     violation: Violation | None = None
+    # the parameters that make a row-level measure what it is: two checks alike in these (and their
+    # column) share one column of the scan
+    identity: tuple[str, ...] = ()
     # whether the measure goes to the table's statement of distinct counts (see _keys_apart)
     apart: Callable[[CheckPlan], bool] = lambda check: False  # noqa: E731
-    # the clause's own query, for people: the offending rows (or, where there are none to list, the
-    # one value the clause judges); never run by the engine
-    failing_rows: FailingRows | None = None
     # whether its result is told against the table's rows ("1 row of 120"): the scan then counts
     # them even when it measures nothing else (a relationship's own op)
     counts_rows: bool = True
-
-
-# --- verdicts -------------------------------------------------------------------------------------
-
-def judge_count(check: CheckPlan, value: Any, rows: int | None, scope: Scope) -> Verdict:
-    """A count of offending rows (or tuples), compared as rows or as a percent of all rows."""
-    if value is None:
-        raise Unmeasurable("the measurement came back NULL")
-    count = int(value)
-    if check.unit != "percent":
-        return Verdict(check.passes(count), count)
-    if rows is None:  # never a percent of a row count that was not measured
-        raise Unmeasurable("the table's row count could not be measured, so no percent can be computed")
-    measured = percent_of(count, rows)
-    return Verdict(check.passes(measured), measured, details={"count": count})
-
-
-def judge_freshness(check: CheckPlan, age: Any, rows: int | None, scope: Scope) -> Verdict:
-    if age is None:
-        raise Unmeasurable(f"{check.params['column']} holds no value (an empty table, or every value NULL): "
-                           "its freshness cannot be judged")
-    age = float(age)
-    column = scope.obj.column(check.params["column"])
-    hidden = column is not None and column.classified  # the age would give the newest value away
-    details: dict[str, Any] = ({"observed_withheld": "the column is classified: its newest value (and so its "
-                                "age) is never shown, only the verdict"} if hidden else
-                               {"newest_utc": (scope.now - dt.timedelta(seconds=age)).isoformat(timespec="seconds")})
-    if age < -FUTURE_TOLERANCE_SECONDS:  # one row dated 2099 must not hide a table that stopped loading
-        ahead = "" if hidden else f" {-age:.0f} s"
-        return Verdict(False, None if hidden else age, error=f"the newest value of {check.params['column']} lies"
-                       f"{ahead} in the future (more than the {FUTURE_TOLERANCE_SECONDS} s allowed for clock skew): "
-                       "freshness cannot be judged", details=details)
-    age = max(age, 0.0)
-    return Verdict(check.passes(age), None if hidden else age, details=details)
-
-
-def judge_scalar(check: CheckPlan, value: Any, rows: int | None, scope: Scope) -> Verdict:
-    """A SQL rule's single value, compared as it is (a NULL never passes)."""
-    if value is None:
-        raise Unmeasurable("the query returned NULL")
-    if isinstance(value, bool):
-        value = int(value)
-    observed = value if isinstance(value, int) else float(value)
-    # a rule reading a classified column was judged to use it only as COUNT(c), COUNT(DISTINCT c) or
-    # c IS [NOT] NULL (sqlrules): its value is a count, never one of the column's values
-    return Verdict(check.passes(observed), observed)
-
-
-def judge_schema(check: CheckPlan, differences: dict[str, Any], rows: int | None, scope: Scope) -> Verdict:
-    """Missing columns and type mismatches fail; undeclared or nullable columns are information."""
-    broken = sum(len(differences[k]) for k in ("missing", "type_mismatches", "logical_type_mismatches"))
-    return Verdict(broken == 0, broken, details=differences)
 
 
 # --- measures of the one aggregate ----------------------------------------------------------------
@@ -209,14 +153,6 @@ def _multiple(check: CheckPlan, scope: Scope) -> ColumnElement:
     return sa.cast(_column(check, scope), sa.Numeric(38, 10)) % divisor != 0
 
 
-# The identity of each row-level measure: two checks with the same key share one column.
-_IDENTITY = {
-    "range": ("lower", "strict", "bound", "logical_type"), "length": ("lower", "bound"), "pattern": ("pattern",),
-    "accepted_values": ("values",), "missing_values": ("values",), "invalid_values": ("valid_values", "pattern"),
-    "multiple_of": ("divisor",),
-}
-
-
 def _listing(check: CheckPlan, scope: Scope) -> Scope:
     """The scope with a table of the columns that name an offending row: the object's primary key,
     then the columns the check names."""
@@ -235,21 +171,20 @@ def _rows_where(violation: Callable[[CheckPlan, Scope], ColumnElement]) -> Faili
     return failing_rows
 
 
-def _row_level(name: str, violation: Violation, **extra: Any) -> Kind:
+def _row_level(name: str, violation: Violation, identity: tuple[str, ...], words: Words, **extra: Any) -> Kind:
     """A kind defined by the condition an offending row meets: counted in the aggregate, sampled by
     it, and listed by it."""
 
     def measure(check: CheckPlan, scope: Scope) -> tuple[str, ColumnElement]:
-        key = ":".join([check.kind, check.params["column"], *(repr(check.params.get(k))
-                                                               for k in _IDENTITY[check.kind])])
+        key = ":".join([check.kind, check.params["column"], *(repr(check.params.get(k)) for k in identity)])
         return key, _count_where(violation(check, scope))
 
     def samples(check: CheckPlan, scope: Scope, limit: int) -> sa.Select:
         col = _column(check, scope)
         return sa.select(col).where(violation(check, scope)).group_by(col).order_by(col).limit(limit)
 
-    return Kind(name, measure=measure, samples=samples, sample_columns=_one_column,
-                failing_rows=_rows_where(violation), violation=violation, **extra)
+    return Kind(name, measure=measure, judge=judge_count, samples=samples, sample_columns=_one_column,
+                failing_rows=_rows_where(violation), violation=violation, identity=identity, words=words, **extra)
 
 
 def _nulls(check: CheckPlan, scope: Scope) -> tuple[str, ColumnElement]:
@@ -432,34 +367,57 @@ def _one_column(check: CheckPlan) -> list[str]:
 _NULL_ROWS = _rows_where(_is_null)
 
 
-def _keyed(kind: str) -> Kind:
+def _keyed(kind: str, words: Words) -> Kind:
     """unique, primary_key, duplicate_values: a distinct count for one column, a GROUP BY for several."""
-    return Kind(kind, measure=_duplicates, sample_columns=named_columns, samples=_duplicate_samples,
-                failing_rows=_duplicate_rows, apart=_keys_apart)
+    return Kind(kind, measure=_duplicates, judge=judge_count, sample_columns=named_columns,
+                samples=_duplicate_samples, failing_rows=_duplicate_rows, apart=_keys_apart, words=words)
 
 
+_DUPLICATES = say.keys("duplicate value", "duplicate values", "no duplicate value of {key}")
+
+# One row per check kind. Its ODCS row (what it is called, its parameters, what it reads of a
+# partitioned table, what its observed value counts) is `odcs.check_kinds.CHECK_KINDS`.
 KINDS: dict[str, Kind] = {k.name: k for k in [
-    Kind("schema", evaluate=_catalog, judge=judge_schema, counts_rows=False),
-    Kind("not_null", measure=_nulls, failing_rows=_NULL_ROWS),
-    Kind("null_values", measure=_nulls, failing_rows=_NULL_ROWS),
-    _keyed("unique"),
-    _keyed("primary_key"),
-    _keyed("duplicate_values"),
-    _row_level("range", _range),
-    _row_level("length", _length),
-    _row_level("pattern", _pattern),
-    _row_level("accepted_values", _accepted),
-    _row_level("missing_values", _missing),
-    _row_level("invalid_values", _invalid),
-    _row_level("multiple_of", _multiple,
-               hint="multipleOf needs a numeric column, and {column} could not be read as a number"),
-    Kind("row_count", measure=_rows, failing_rows=_count_rows),
-    Kind("freshness", measure=_age, judge=judge_freshness, failing_rows=_newest,
+    Kind("schema", evaluate=_catalog, judge=judge_schema, failing_rows=None, words=say.schema, counts_rows=False),
+    Kind("not_null", measure=_nulls, judge=judge_count, failing_rows=_NULL_ROWS, words=say.nulls),
+    Kind("null_values", measure=_nulls, judge=judge_count, failing_rows=_NULL_ROWS, words=say.nulls),
+    _keyed("unique", _DUPLICATES),
+    _keyed("primary_key", say.keys("duplicate or NULL key", "duplicate or NULL keys", "every {key} present and unique")),
+    _keyed("duplicate_values", _DUPLICATES),
+    _row_level("range", _range, ("lower", "strict", "bound", "logical_type"), say.offending(say.beyond)),
+    _row_level("length", _length, ("lower", "bound"), say.offending(
+        lambda p: f"{'shorter' if p['lower'] else 'longer'} than {p['bound']} characters")),
+    _row_level("pattern", _pattern, ("pattern",), say.offending(
+        lambda p: f"not a valid {p['format']}" if p.get("format") else f"not matching {p['pattern']}",
+        lambda p: f"every value a valid {p['format']}" if p.get("format") else f"every value matching {p['pattern']}")),
+    _row_level("accepted_values", _accepted, ("values",), say.offending(
+        lambda p: f"outside the accepted values ({say.listed(p['values'])})")),
+    _row_level("missing_values", _missing, ("values",), say.offending(
+        lambda p: f"counted as missing ({say.listed(p['values'])})")),
+    _row_level("invalid_values", _invalid, ("valid_values", "pattern"), say.offending(
+        lambda p: f"invalid (valid: {say.valid(p)})", lambda p: f"no invalid value (valid: {say.valid(p)})")),
+    _row_level("multiple_of", _multiple, ("divisor",), say.offending(
+        lambda p: f"not a multiple of {say.number(p['divisor'])}",
+        lambda p: f"every value a multiple of {say.number(p['divisor'])}"),
+        hint="multipleOf needs a numeric column, and {column} could not be read as a number"),
+    Kind("row_count", measure=_rows, judge=judge_count, failing_rows=_count_rows, words=say.row_count),
+    Kind("freshness", measure=_age, judge=judge_freshness, failing_rows=_newest, words=say.freshness,
          hint="freshness needs a date or timestamp column, and {column} could not be read as one"),
-    Kind("relationship", evaluate=_relationship, sample_columns=named_columns, samples=_relationship_samples,
-         failing_rows=_orphan_rows),
-    Kind("sql", evaluate=_sql_rule, judge=judge_scalar, failing_rows=_rule_statement, counts_rows=False),
+    Kind("relationship", evaluate=_relationship, judge=judge_count, sample_columns=named_columns,
+         samples=_relationship_samples, failing_rows=_orphan_rows, words=say.offending(
+             lambda p: f"pointing at no {say.target(p)}", lambda p: f"no row pointing at a missing {say.target(p)}")),
+    Kind("sql", evaluate=_sql_rule, judge=judge_scalar, failing_rows=_rule_statement, words=say.sql_rule,
+         counts_rows=False),
 ]}
+
+
+def describe(check: CheckPlan, result: CheckResult) -> str:
+    """The result in one sentence: what was found, in words and units, and what the contract wants."""
+    if check.params.get("refusal"):
+        return f"not run: {check.params['refusal']}"
+    if result.error:
+        return unevaluated(result.error)
+    return KINDS[check.kind].words(check, result)
 
 
 def uses_aggregate(check: CheckPlan) -> bool:

@@ -14,13 +14,14 @@ from typing import Any, Iterable, TypeVar
 
 import sqlalchemy as sa
 
-from dq_contracts.engine import sentences as wording
-from dq_contracts.engine.check_kinds import KINDS, LAST_SQL, Unmeasurable, judge_count, named_columns, readable, uses_aggregate
+from dq_contracts.engine.sentences import generic
+from dq_contracts.engine.check_kinds import KINDS, LAST_SQL, describe, named_columns, readable, uses_aggregate
+from dq_contracts.engine.verdicts import Unmeasurable
 from dq_contracts.engine.scope import Scope
 from dq_contracts.odcs.partitions import PER_PARTITION, Partition, scope_of
 from dq_contracts.odcs.plans import CheckPlan, ContractPlan, ObjectPlan
 from dq_contracts.engine.sql import render, table_for
-from dq_contracts.engine.results import CheckResult, error_of, touches_classified
+from dq_contracts.engine.results import CheckResult, error_of, touches_classified, unevaluated
 from dq_contracts.engine.samples import SAMPLE_LIMIT, _add_samples
 from dq_contracts.engine.sessions import DEFAULT_TIMEOUT_SECONDS, Session
 from dq_contracts.engine.results import Measured
@@ -146,7 +147,7 @@ def _judged(check: CheckPlan, scope: Scope, session: Session, measured: Measured
             failure: Any) -> CheckResult:
     """One check's result, from its measure of the table's statements or from its own query."""
     kind = KINDS[check.kind]
-    judge = kind.judge or judge_count
+    judge = kind.judge
     key = measured.key_of.get(check.name)
     measuring = measured.sql.get(key) if key is not None else None  # what measures it, for a debug log
     own = _own_sql(check, scope, session.engine)  # what a person runs to see the rows at fault
@@ -194,9 +195,9 @@ def _own_sql(check: CheckPlan, scope: Scope, engine: sa.Engine) -> str | None:
 def _worded(check: CheckPlan, result: CheckResult) -> CheckResult:
     """The result with its sentence; should its kind's words fail, the plain measurement and threshold."""
     try:
-        result.message = wording.describe(check, result)
+        result.message = describe(check, result)
     except Exception:  # noqa: BLE001 - a courtesy: never changes the verdict
-        result.message = wording.unevaluated(result.error) if result.error else wording.generic(check, result)
+        result.message = unevaluated(result.error) if result.error else generic(check, result)
     return result
 
 
