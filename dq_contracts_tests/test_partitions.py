@@ -213,14 +213,14 @@ def test_a_key_that_names_no_partition_says_why(plan_, key, message):
 def test_the_semantics_table_covers_every_check_of_the_contract(plan):
     assert sorted(c.name for c in plan.object("events").checks) == sorted(name for name, *_ in SEMANTICS)
     events = plan.object("events")
-    assert {c.name: events.partition_scope(c)[0] for c in events.checks} == {n: s for n, s, *_ in SEMANTICS}
+    assert {c.name: events.partition_reach(c)[0] for c in events.checks} == {n: s for n, s, *_ in SEMANTICS}
 
 
 @pytest.mark.parametrize("name,scope,good,bad,whole", SEMANTICS, ids=[row[0] for row in SEMANTICS])
 def test_each_clause_kind_is_judged_per_partition_or_on_the_whole_table(plan, tmp_path, name, scope, good, bad, whole):
     events = plan.object("events")
     check = next(c for c in events.checks if c.name == name)
-    assert events.partition_scope(check)[0] == scope
+    assert events.partition_reach(check)[0] == scope
     engine = fill(sa.create_engine(f"duckdb:///{tmp_path / 'one.duckdb'}"))
     runs = {key: {r.name: r for r in run_object(plan, events, engine, now=NOW, selected=[name],
                                                  partition=None if key is None else partition_for(events.partitioning, key))}
@@ -232,7 +232,7 @@ def test_each_clause_kind_is_judged_per_partition_or_on_the_whole_table(plan, tm
     assert runs[None][name].partition is None and all(r[name].error is None for r in runs.values())
 
 
-def test_the_plan_shows_each_checks_partition_scope(plan, tmp_path):
+def test_the_plan_shows_each_checks_partition_reach(plan, tmp_path):
     proc = cli(tmp_path, "plan", "events.odcs.yaml")
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout

@@ -2,9 +2,10 @@
 
 Each `Kind` says how its checks are measured (a column of the table's one aggregate scan, or work
 of its own on the connection), which columns its samples would show, how those samples are
-fetched, how the verdict is reached, and the clause's own query: the one a person runs to see the
-rows at fault. The runner knows nothing of any kind: it dispatches through `KINDS`. Adding a kind
-means adding its row here (and its compiler function and cases).
+fetched, how the verdict is reached, the clause's own query (the one a person runs to see the
+rows at fault), and the result in one sentence. The runner knows nothing of any kind: it dispatches
+through `KINDS`. Adding a kind means adding its row here and its ODCS row (odcs/check_kinds.py),
+its clause function, and its cases (README: "Adding a check kind").
 """
 
 from __future__ import annotations

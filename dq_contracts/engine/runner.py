@@ -18,7 +18,8 @@ from dq_contracts.engine.sentences import generic
 from dq_contracts.engine.check_kinds import KINDS, LAST_SQL, describe, named_columns, readable, uses_aggregate
 from dq_contracts.engine.verdicts import Unmeasurable
 from dq_contracts.engine.scope import Scope
-from dq_contracts.odcs.partitions import PER_PARTITION, Partition, scope_of
+from dq_contracts.odcs.check_kinds import PER_PARTITION, reach_of
+from dq_contracts.odcs.partitions import Partition
 from dq_contracts.odcs.plans import CheckPlan, ContractPlan, ObjectPlan
 from dq_contracts.engine.sql import render, table_for
 from dq_contracts.engine.results import CheckResult, error_of, touches_classified, unevaluated
@@ -59,7 +60,7 @@ def run_object(
 ) -> list[CheckResult]:
     """Every selected check of one schema object: one aggregate scan plus one query per other kind.
     `files` (connections.Files) when the server is files that DuckDB reads. With `partition`, every
-    check the partition scope table (partitions.PARTITION_SCOPE) runs per partition reads only that
+    check whose kind's reach (odcs.check_kinds) is per partition reads only that
     partition's rows, and its result carries the key; the table-wide ones read the whole table.
 
     Whatever goes wrong in one check (its query, its verdict, its samples) becomes that check's
@@ -76,7 +77,7 @@ def run_object(
         return _run_checks(contract, obj, engine, checks, **common)
     # two passes, each with its own scan, in one session: the partition's clauses on its rows, the
     # others on the whole table
-    per = {c.name: scope_of(c.kind, c.params.get("query"))[0] == PER_PARTITION for c in checks}
+    per = {c.name: reach_of(c.kind, c.params.get("query"))[0] == PER_PARTITION for c in checks}
     wide = [c for c in checks if not per[c.name]]
     each = [c for c in checks if per[c.name]]
     with Session(engine, timeout_seconds) as session:

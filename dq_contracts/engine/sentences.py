@@ -12,7 +12,8 @@ import math
 import re
 from typing import Any, Callable
 
-from dq_contracts.odcs.plans import CheckPlan, Condition, Params
+from dq_contracts.odcs.params import Params
+from dq_contracts.odcs.plans import CheckPlan, Condition
 from dq_contracts.engine.results import CheckResult
 
 Words = Callable[[CheckPlan, "CheckResult"], str]
