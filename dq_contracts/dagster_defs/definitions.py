@@ -23,7 +23,7 @@ from dq_contracts.odcs.check_kinds import CHECK_KINDS
 from dq_contracts.odcs.names import dagster_name
 from dq_contracts.odcs.names import ALL_CHECKS_JOB, AUTOMATION_SENSOR, FRESHNESS_SENSOR, OBJECT_OPS, checks_job_name, object_op_name, partitions_job_name, partitions_schedule_name, schedule_job_name, schedule_name
 from dq_contracts.odcs.load import gc_paused, load_contracts
-from dq_contracts.engine.scope import Scope
+from dq_contracts.engine.checked_object import CheckedObject
 from dq_contracts.odcs.partitions import Partition, multi_partition, window_partition
 from dq_contracts.odcs.plans import CheckPlan, ContractPlan, ObjectPlan
 from dq_contracts.dagster_defs.problem_defs import problem_defs
@@ -401,9 +401,9 @@ def _observed_columns(obj: ObjectPlan, table: Any, engine: sa.Engine, connection
                       conn: sa.Connection) -> list[tuple[str, str]]:
     """The table's columns and types as the catalog has them; none when it cannot say."""
     try:
-        scope = Scope(obj, table, engine.dialect.name, connection.schema, engine.dialect.identifier_preparer,
-                      dt.datetime.now(dt.timezone.utc), connection.files)
-        found = read_catalog(scope, conn)
+        checked = CheckedObject(obj, table, engine.dialect.name, connection.schema, engine.dialect.identifier_preparer,
+                                dt.datetime.now(dt.timezone.utc), connection.files)
+        found = read_catalog(checked, conn)
         return [(str(c["name"]), str(c.get("type_text") or c["type"].compile(dialect=engine.dialect)))
                 for c in found.values()]
     except Exception:  # a courtesy: the materialisation is reported all the same

@@ -32,16 +32,16 @@ from dq_contracts.odcs.sqlrules import judge_sql_rule
 from dq_contracts.odcs.sqlrules import render as render_rule
 from dq_contracts.engine import sentences as say
 from dq_contracts.engine.results import CheckResult, unevaluated
-from dq_contracts.engine.scope import Scope
+from dq_contracts.engine.checked_object import CheckedObject
 from dq_contracts.engine.sentences import Words
 from dq_contracts.engine.verdicts import Unmeasurable, Verdict, judge_count, judge_freshness, judge_scalar, judge_schema
 
-Measure = Callable[[CheckPlan, Scope], tuple[str, ColumnElement]]
-Violation = Callable[[CheckPlan, Scope], ColumnElement]
-Evaluate = Callable[[CheckPlan, Scope, sa.Connection], Any]
-Samples = Callable[[CheckPlan, Scope, int], sa.Select | None]
-FailingRows = Callable[[CheckPlan, Scope], "sa.Select | sa.TextClause | None"]
-Judge = Callable[[CheckPlan, Any, "int | None", Scope], Verdict]
+Measure = Callable[[CheckPlan, CheckedObject], tuple[str, ColumnElement]]
+Violation = Callable[[CheckPlan, CheckedObject], ColumnElement]
+Evaluate = Callable[[CheckPlan, CheckedObject, sa.Connection], Any]
+Samples = Callable[[CheckPlan, CheckedObject, int], sa.Select | None]
+FailingRows = Callable[[CheckPlan, CheckedObject], "sa.Select | sa.TextClause | None"]
+Judge = Callable[[CheckPlan, Any, "int | None", CheckedObject], Verdict]
 
 
 @dataclass(frozen=True)
@@ -77,8 +77,8 @@ class Kind:
 
 # --- measures of the one aggregate ----------------------------------------------------------------
 
-def _column(check: CheckPlan, scope: Scope) -> ColumnElement:
-    return scope.table.c[check.params["column"]]
+def _column(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
+    return checked.table.c[check.params["column"]]
 
 
 def _count_where(condition: ColumnElement) -> ColumnElement:
@@ -107,31 +107,31 @@ def utc_text(value: Any) -> str:
     return moment.astimezone(dt.timezone.utc).replace(tzinfo=None).isoformat(sep=" ")
 
 
-def _range(check: CheckPlan, scope: Scope) -> ColumnElement:
-    p, col = check.params, _column(check, scope)
+def _range(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
+    p, col = check.params, _column(check, checked)
     bound = _typed_bound(check, p["bound"])
     if p["lower"]:
         return col <= bound if p["strict"] else col < bound
     return col >= bound if p["strict"] else col > bound
 
 
-def _length(check: CheckPlan, scope: Scope) -> ColumnElement:
-    length = sa.func.length(_column(check, scope))
+def _length(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
+    length = sa.func.length(_column(check, checked))
     return length < check.params["bound"] if check.params["lower"] else length > check.params["bound"]
 
 
-def _pattern(check: CheckPlan, scope: Scope) -> ColumnElement:
-    col = _column(check, scope)
-    return sa.and_(col.is_not(None), sa.not_(regex_match(col, check.params["pattern"], scope.dialect)))
+def _pattern(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
+    col = _column(check, checked)
+    return sa.and_(col.is_not(None), sa.not_(regex_match(col, check.params["pattern"], checked.dialect)))
 
 
-def _accepted(check: CheckPlan, scope: Scope) -> ColumnElement:
-    col = _column(check, scope)
+def _accepted(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
+    col = _column(check, checked)
     return sa.and_(col.is_not(None), col.not_in(check.params["values"]))
 
 
-def _missing(check: CheckPlan, scope: Scope) -> ColumnElement:
-    col, values = _column(check, scope), check.params["values"]
+def _missing(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
+    col, values = _column(check, checked), check.params["values"]
     present = [v for v in values if v is not None]
     conditions = [col.in_(present)] if present else []
     if None in values:
@@ -139,34 +139,34 @@ def _missing(check: CheckPlan, scope: Scope) -> ColumnElement:
     return sa.or_(*conditions)
 
 
-def _invalid(check: CheckPlan, scope: Scope) -> ColumnElement:
-    p, col = check.params, _column(check, scope)
+def _invalid(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
+    p, col = check.params, _column(check, checked)
     invalid = []
     if p.get("valid_values") is not None:
         invalid.append(col.not_in(p["valid_values"]))
     if p.get("pattern") is not None:
-        invalid.append(sa.not_(regex_match(col, p["pattern"], scope.dialect)))
+        invalid.append(sa.not_(regex_match(col, p["pattern"], checked.dialect)))
     return sa.and_(col.is_not(None), sa.or_(*invalid))
 
 
-def _multiple(check: CheckPlan, scope: Scope) -> ColumnElement:
+def _multiple(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
     divisor = sa.cast(sa.bindparam(None, str(check.params["divisor"]), type_=sa.String), sa.Numeric(38, 10))
-    return sa.cast(_column(check, scope), sa.Numeric(38, 10)) % divisor != 0
+    return sa.cast(_column(check, checked), sa.Numeric(38, 10)) % divisor != 0
 
 
-def _listing(check: CheckPlan, scope: Scope) -> Scope:
-    """The scope with a table of the columns that name an offending row: the object's primary key,
-    then the columns the check names."""
-    keys = [c.physical_name for c in scope.obj.columns if c.primary_key]
+def _listing(check: CheckPlan, checked: CheckedObject) -> CheckedObject:
+    """The checked object with a table of the columns that name an offending row: the object's
+    primary key, then the columns the check names."""
+    keys = [c.physical_name for c in checked.obj.columns if c.primary_key]
     names = list(dict.fromkeys([*keys, *named_columns(check)]))
-    return replace(scope, table=scope.own_table(names))
+    return replace(checked, table=checked.own_table(names))
 
 
-def _rows_where(violation: Callable[[CheckPlan, Scope], ColumnElement]) -> FailingRows:
+def _rows_where(violation: Callable[[CheckPlan, CheckedObject], ColumnElement]) -> FailingRows:
     """`SELECT <key and checked columns> FROM t WHERE <violation>`: every offending row."""
 
-    def failing_rows(check: CheckPlan, scope: Scope) -> sa.Select:
-        listing = _listing(check, scope)
+    def failing_rows(check: CheckPlan, checked: CheckedObject) -> sa.Select:
+        listing = _listing(check, checked)
         return sa.select(*listing.table.c).where(violation(check, listing))
 
     return failing_rows
@@ -176,33 +176,33 @@ def _row_level(name: str, violation: Violation, identity: tuple[str, ...], words
     """A kind defined by the condition an offending row meets: counted in the aggregate, sampled by
     it, and listed by it."""
 
-    def measure(check: CheckPlan, scope: Scope) -> tuple[str, ColumnElement]:
+    def measure(check: CheckPlan, checked: CheckedObject) -> tuple[str, ColumnElement]:
         key = ":".join([check.kind, check.params["column"], *(repr(check.params.get(k)) for k in identity)])
-        return key, _count_where(violation(check, scope))
+        return key, _count_where(violation(check, checked))
 
-    def samples(check: CheckPlan, scope: Scope, limit: int) -> sa.Select:
-        col = _column(check, scope)
-        return sa.select(col).where(violation(check, scope)).group_by(col).order_by(col).limit(limit)
+    def samples(check: CheckPlan, checked: CheckedObject, limit: int) -> sa.Select:
+        col = _column(check, checked)
+        return sa.select(col).where(violation(check, checked)).group_by(col).order_by(col).limit(limit)
 
     return Kind(name, measure=measure, judge=judge_count, samples=samples, sample_columns=_one_column,
                 failing_rows=_rows_where(violation), violation=violation, identity=identity, words=words, **extra)
 
 
-def _nulls(check: CheckPlan, scope: Scope) -> tuple[str, ColumnElement]:
-    col = _column(check, scope)
+def _nulls(check: CheckPlan, checked: CheckedObject) -> tuple[str, ColumnElement]:
+    col = _column(check, checked)
     return f"nulls:{check.params['column']}", sa.func.count() - sa.func.count(col)
 
 
-def _is_null(check: CheckPlan, scope: Scope) -> ColumnElement:
-    return _column(check, scope).is_(None)
+def _is_null(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
+    return _column(check, checked).is_(None)
 
 
-def _rows(check: CheckPlan, scope: Scope) -> tuple[str, ColumnElement]:
+def _rows(check: CheckPlan, checked: CheckedObject) -> tuple[str, ColumnElement]:
     return "rows", sa.func.count()
 
 
-def _count_rows(check: CheckPlan, scope: Scope) -> sa.Select:
-    return sa.select(sa.func.count().label("rows")).select_from(scope.table)
+def _count_rows(check: CheckPlan, checked: CheckedObject) -> sa.Select:
+    return sa.select(sa.func.count().label("rows")).select_from(checked.table)
 
 
 def _single(check: CheckPlan) -> str | None:
@@ -210,15 +210,15 @@ def _single(check: CheckPlan) -> str | None:
     return columns[0] if len(columns) == 1 else None
 
 
-def _duplicates(check: CheckPlan, scope: Scope) -> tuple[str, ColumnElement]:
+def _duplicates(check: CheckPlan, checked: CheckedObject) -> tuple[str, ColumnElement]:
     """Rows beyond the first of each key (a primary key's NULL keys too). unique, primaryKey and
     duplicateValues on the same column share one measure key, so the work is done once."""
     key = check.params["columns"]
     is_key = check.kind == "primary_key"  # a key also has no NULL
     prefix = "pk:" if is_key else "dups:"
     if _single(check) is None:  # a compound key: its own GROUP BY, as a subquery of the table's statement
-        return prefix + ",".join(key), compound_duplicates(scope.table, key, count_nulls=is_key).scalar_subquery()
-    col = scope.table.c[_single(check)]
+        return prefix + ",".join(key), compound_duplicates(checked.table, key, count_nulls=is_key).scalar_subquery()
+    col = checked.table.c[_single(check)]
     extra = sa.func.count(col) - sa.func.count(sa.distinct(col))
     return prefix + _single(check), (sa.func.count() - sa.func.count(col)) + extra if is_key else extra
 
@@ -232,40 +232,40 @@ def _keys_apart(check: CheckPlan) -> bool:
     return _single(check) is not None
 
 
-def _key_groups(check: CheckPlan, scope: Scope, *, null_keys: bool = False) -> sa.Select:
+def _key_groups(check: CheckPlan, checked: CheckedObject, *, null_keys: bool = False) -> sa.Select:
     """The key values held by more than one row (with null_keys, and the keys with a NULL part)."""
-    cols = [scope.table.c[c] for c in check.params["columns"]]
+    cols = [checked.table.c[c] for c in check.params["columns"]]
     complete = sa.and_(*(c.is_not(None) for c in cols))
     repeated = sa.func.count() > 1
     groups = sa.select(*cols).group_by(*cols)
     return groups.having(sa.or_(repeated, sa.not_(complete))) if null_keys else groups.where(complete).having(repeated)
 
 
-def _duplicate_samples(check: CheckPlan, scope: Scope, limit: int) -> sa.Select | None:
+def _duplicate_samples(check: CheckPlan, checked: CheckedObject, limit: int) -> sa.Select | None:
     if _single(check) is None:
         return None
-    col = scope.table.c[_single(check)]
-    return _key_groups(check, scope).order_by(col).limit(limit)
+    col = checked.table.c[_single(check)]
+    return _key_groups(check, checked).order_by(col).limit(limit)
 
 
-def _duplicate_rows(check: CheckPlan, scope: Scope) -> sa.Select:
+def _duplicate_rows(check: CheckPlan, checked: CheckedObject) -> sa.Select:
     """Each repeated key with its number of rows; for a primary key, the keys with a NULL part too."""
-    return _key_groups(check, scope, null_keys=check.kind == "primary_key").add_columns(
+    return _key_groups(check, checked, null_keys=check.kind == "primary_key").add_columns(
         sa.func.count().label("rows"))
 
 
-def _age(check: CheckPlan, scope: Scope) -> tuple[str, ColumnElement]:
+def _age(check: CheckPlan, checked: CheckedObject) -> tuple[str, ColumnElement]:
     """Seconds between the run's moment and the newest value, computed in the database: a naive
     timestamp counts as UTC whatever the session's time zone (its epoch is taken as written)."""
     # EXTRACT(EPOCH) of a timestamp without time zone is its nominal epoch (as if UTC), of a date its
     # midnight UTC, of a timestamp with time zone the instant itself: on PostgreSQL and DuckDB alike
-    epoch = sa.extract("epoch", sa.func.max(_column(check, scope)))
-    now = sa.bindparam(None, scope.now.timestamp(), type_=sa.Float)
+    epoch = sa.extract("epoch", sa.func.max(_column(check, checked)))
+    now = sa.bindparam(None, checked.now.timestamp(), type_=sa.Float)
     return f"age:{check.params['column']}", now - epoch
 
 
-def _newest(check: CheckPlan, scope: Scope) -> sa.Select:
-    return sa.select(sa.func.max(_column(check, scope)).label("newest")).select_from(scope.table)
+def _newest(check: CheckPlan, checked: CheckedObject) -> sa.Select:
+    return sa.select(sa.func.max(_column(check, checked)).label("newest")).select_from(checked.table)
 
 
 # --- kinds with work of their own -----------------------------------------------------------------
@@ -286,27 +286,27 @@ def execute(connection: sa.Connection, statement: Any) -> sa.CursorResult:
     return connection.execute(statement)
 
 
-def _relationship_tables(check: CheckPlan, scope: Scope) -> tuple[sa.TableClause, sa.TableClause]:
-    target = scope.other_table(check.params["target_table"], check.params["target_columns"])
-    source = scope.own_table(check.params["columns"])  # a partition's rows, pointing into the whole target
+def _relationship_tables(check: CheckPlan, checked: CheckedObject) -> tuple[sa.TableClause, sa.TableClause]:
+    target = checked.other_table(check.params["target_table"], check.params["target_columns"])
+    source = checked.own_table(check.params["columns"])  # a partition's rows, pointing into the whole target
     return source, target
 
 
-def _relationship(check: CheckPlan, scope: Scope, connection: sa.Connection) -> Any:
-    source, target = _relationship_tables(check, scope)
+def _relationship(check: CheckPlan, checked: CheckedObject, connection: sa.Connection) -> Any:
+    source, target = _relationship_tables(check, checked)
     return execute(connection, orphans(source, check.params["columns"], target,
                                        check.params["target_columns"])).scalar()
 
 
-def _relationship_samples(check: CheckPlan, scope: Scope, limit: int) -> sa.Select:
-    source, target = _relationship_tables(check, scope)
+def _relationship_samples(check: CheckPlan, checked: CheckedObject, limit: int) -> sa.Select:
+    source, target = _relationship_tables(check, checked)
     return orphan_samples(source, check.params["columns"], target, check.params["target_columns"], limit)
 
 
-def _orphan_rows(check: CheckPlan, scope: Scope) -> sa.Select:
+def _orphan_rows(check: CheckPlan, checked: CheckedObject) -> sa.Select:
     """Every row whose key points at nothing: the samples' condition, on a table that also names the row."""
-    source = _listing(check, scope).table
-    _, target = _relationship_tables(check, scope)
+    source = _listing(check, checked).table
+    _, target = _relationship_tables(check, checked)
     orphaned = orphan_samples(source, check.params["columns"], target, check.params["target_columns"])
     return sa.select(*source.c).where(orphaned.whereclause)
 
@@ -319,37 +319,37 @@ def rule_tables(check: CheckPlan, obj: ObjectPlan) -> dict[str, dict[str, bool]]
     return tables
 
 
-def _rule_statement(check: CheckPlan, scope: Scope) -> sa.TextClause:
+def _rule_statement(check: CheckPlan, checked: CheckedObject) -> sa.TextClause:
     """A contract's SELECT, judged again as a tree in this server's dialect and run as that tree
     rendered: names quoted as nodes, `{partition}` a predicate of bound, typed values."""
-    if scope.files is not None:
+    if checked.files is not None:
         raise Unmeasurable("SQL rules are not run on file servers: `{object}` has no table name to stand for")
-    verdict = judge_sql_rule(str(check.params["query"]), dialect=scope.dialect, own=scope.obj.physical_name,
-                             column=check.params.get("column"), tables=rule_tables(check, scope.obj))
+    verdict = judge_sql_rule(str(check.params["query"]), dialect=checked.dialect, own=checked.obj.physical_name,
+                             column=check.params.get("column"), tables=rule_tables(check, checked.obj))
     if verdict.refusal or verdict.unresolved:
         raise Unmeasurable(f"not run: {verdict.refusal or ', '.join(verdict.unresolved)}")
     partition = None
-    if scope.partition is not None and verdict.partitioned:
-        partition = partition_condition(scope.partition, scope.preparer.dialect)
-    rendered = render_rule(verdict, lambda name: qualified_parts(name, scope.schema), partition)
+    if checked.partition is not None and verdict.partitioned:
+        partition = partition_condition(checked.partition, checked.preparer.dialect)
+    rendered = render_rule(verdict, lambda name: qualified_parts(name, checked.schema), partition)
     statement = sa.text(rendered.sql).bindparams(*(sa.bindparam(name, value, type_=rendered.types.get(name))
                                                    for name, value in rendered.values.items()))
     statement.dq_shown = rendered.shown  # what people read: the same tree, values as literals
     return statement
 
 
-def _sql_rule(check: CheckPlan, scope: Scope, connection: sa.Connection) -> Any:
+def _sql_rule(check: CheckPlan, checked: CheckedObject, connection: sa.Connection) -> Any:
     """A contract's raw SELECT; it must answer exactly one value."""
-    rows = execute(connection, _rule_statement(check, scope)).fetchmany(2)
+    rows = execute(connection, _rule_statement(check, checked)).fetchmany(2)
     if len(rows) != 1 or len(rows[0]) != 1:
         shape = "no row" if not rows else ("several rows" if len(rows) > 1 else f"{len(rows[0])} columns")
         raise Unmeasurable(f"a SQL rule must return exactly one row of one column; this one returned {shape}")
     return rows[0][0]
 
 
-def _catalog(check: CheckPlan, scope: Scope, connection: sa.Connection) -> dict[str, Any]:
+def _catalog(check: CheckPlan, checked: CheckedObject, connection: sa.Connection) -> dict[str, Any]:
     try:
-        return differences(check, scope, connection)
+        return differences(check, checked, connection)
     except MissingTable as exc:
         raise Unmeasurable(str(exc)) from exc
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from dq_contracts.engine.scope import Scope
+from dq_contracts.engine.checked_object import CheckedObject
 
 _TYPE_SPELLINGS = {
     "int4": "integer", "int": "integer", "int32": "integer", "int8": "bigint", "int64": "bigint", "long": "bigint",
@@ -83,16 +83,16 @@ DESCRIBE_FILES = {fmt: sa.text(f"DESCRIBE SELECT * FROM {reader}(:path)")
                   for fmt, reader in (("csv", "read_csv"), ("parquet", "read_parquet"), ("json", "read_json"))}
 
 
-def read_files(scope: Scope, connection: sa.Connection) -> dict[str, dict[str, Any]]:
+def read_files(checked: CheckedObject, connection: sa.Connection) -> dict[str, dict[str, Any]]:
     """The columns DuckDB's reader finds in the object's files, typed as the DuckDB dialect types them."""
-    path = scope.files.path_of(scope.obj.physical_name)
+    path = checked.files.path_of(checked.obj.physical_name)
     try:
-        rows = connection.execute(DESCRIBE_FILES[scope.files.format], {"path": path}).fetchall()
+        rows = connection.execute(DESCRIBE_FILES[checked.files.format], {"path": path}).fetchall()
     except sa.exc.DBAPIError as exc:
         # the reader's message may quote a line of the file: not where a column is classified
         said = (f"{type(exc.orig).__name__} (its message is withheld: the table has a classified column)"
-                if scope.obj.has_classified else str(exc.orig).splitlines()[0])
-        raise MissingTable(f"the files {path} cannot be read as {scope.files.format}: {said}") from exc
+                if checked.obj.has_classified else str(exc.orig).splitlines()[0])
+        raise MissingTable(f"the files {path} cannot be read as {checked.files.format}: {said}") from exc
     types = connection.dialect.ischema_names
     found = {}
     for name, type_text, *_ in rows:
@@ -102,13 +102,13 @@ def read_files(scope: Scope, connection: sa.Connection) -> dict[str, dict[str, A
     return found
 
 
-def read_catalog(scope: Scope, connection: sa.Connection) -> dict[str, dict[str, Any]]:
+def read_catalog(checked: CheckedObject, connection: sa.Connection) -> dict[str, dict[str, Any]]:
     from dq_contracts.engine.sql import qualified_parts
 
-    if scope.files is not None:
-        return read_files(scope, connection)
-    *prefix, name = qualified_parts(scope.obj.physical_name, scope.schema)
-    if scope.dialect == "postgresql" and len(prefix) == 2:
+    if checked.files is not None:
+        return read_files(checked, connection)
+    *prefix, name = qualified_parts(checked.obj.physical_name, checked.schema)
+    if checked.dialect == "postgresql" and len(prefix) == 2:
         current = connection.execute(sa.select(sa.func.current_database())).scalar()
         if prefix[0] != current:
             raise MissingTable(f"table {'.'.join([*prefix, name])} is in database {prefix[0]!r}, not in "
@@ -124,8 +124,8 @@ def read_catalog(scope: Scope, connection: sa.Connection) -> dict[str, dict[str,
     return {str(c["name"]).lower(): c for c in columns}
 
 
-def differences(check: Any, scope: Scope, connection: sa.Connection) -> dict[str, Any]:
-    actual = read_catalog(scope, connection)
+def differences(check: Any, checked: CheckedObject, connection: sa.Connection) -> dict[str, Any]:
+    actual = read_catalog(checked, connection)
     missing: list[str] = []
     mismatched: list[str] = []
     logical: list[str] = []

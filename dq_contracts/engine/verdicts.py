@@ -9,7 +9,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from dq_contracts.engine.scope import Scope
+from dq_contracts.engine.checked_object import CheckedObject
 from dq_contracts.odcs.plans import CheckPlan, percent_of
 
 # A newest value up to this far ahead of the clock is clock skew between hosts, not bad data.
@@ -28,7 +28,7 @@ class Unmeasurable(Exception):
     """The measurement cannot be judged (its message says why); the check fails with it."""
 
 
-def judge_count(check: CheckPlan, value: Any, rows: int | None, scope: Scope) -> Verdict:
+def judge_count(check: CheckPlan, value: Any, rows: int | None, checked: CheckedObject) -> Verdict:
     """A count of offending rows (or tuples), compared as rows or as a percent of all rows."""
     if value is None:
         raise Unmeasurable("the measurement came back NULL")
@@ -41,16 +41,16 @@ def judge_count(check: CheckPlan, value: Any, rows: int | None, scope: Scope) ->
     return Verdict(check.passes(measured), measured, details={"count": count})
 
 
-def judge_freshness(check: CheckPlan, age: Any, rows: int | None, scope: Scope) -> Verdict:
+def judge_freshness(check: CheckPlan, age: Any, rows: int | None, checked: CheckedObject) -> Verdict:
     if age is None:
         raise Unmeasurable(f"{check.params['column']} holds no value (an empty table, or every value NULL): "
                            "its freshness cannot be judged")
     age = float(age)
-    column = scope.obj.column(check.params["column"])
+    column = checked.obj.column(check.params["column"])
     hidden = column is not None and column.classified  # the age would give the newest value away
     details: dict[str, Any] = ({"observed_withheld": "the column is classified: its newest value (and so its "
                                 "age) is never shown, only the verdict"} if hidden else
-                               {"newest_utc": (scope.now - dt.timedelta(seconds=age)).isoformat(timespec="seconds")})
+                               {"newest_utc": (checked.now - dt.timedelta(seconds=age)).isoformat(timespec="seconds")})
     if age < -FUTURE_TOLERANCE_SECONDS:  # one row dated 2099 must not hide a table that stopped loading
         ahead = "" if hidden else f" {-age:.0f} s"
         return Verdict(False, None if hidden else age, error=f"the newest value of {check.params['column']} lies"
@@ -60,7 +60,7 @@ def judge_freshness(check: CheckPlan, age: Any, rows: int | None, scope: Scope) 
     return Verdict(check.passes(age), None if hidden else age, details=details)
 
 
-def judge_scalar(check: CheckPlan, value: Any, rows: int | None, scope: Scope) -> Verdict:
+def judge_scalar(check: CheckPlan, value: Any, rows: int | None, checked: CheckedObject) -> Verdict:
     """A SQL rule's single value, compared as it is (a NULL never passes)."""
     if value is None:
         raise Unmeasurable("the query returned NULL")
@@ -72,7 +72,7 @@ def judge_scalar(check: CheckPlan, value: Any, rows: int | None, scope: Scope) -
     return Verdict(check.passes(observed), observed)
 
 
-def judge_schema(check: CheckPlan, differences: dict[str, Any], rows: int | None, scope: Scope) -> Verdict:
+def judge_schema(check: CheckPlan, differences: dict[str, Any], rows: int | None, checked: CheckedObject) -> Verdict:
     """Missing columns and type mismatches fail; undeclared or nullable columns are information."""
     broken = sum(len(differences[k]) for k in ("missing", "type_mismatches", "logical_type_mismatches"))
     return Verdict(broken == 0, broken, details=differences)
