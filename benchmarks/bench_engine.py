@@ -67,7 +67,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repositor
 from dq_contracts.engine.connections import connection_for, engine_for  # noqa: E402
 from dq_contracts.odcs.load import load_contracts
 from dq_contracts.engine.check_kinds import KINDS, uses_aggregate
-from dq_contracts.engine.scope import Scope
+from dq_contracts.engine.checked_object import CheckedObject
 from dq_contracts.odcs.plans import percent_of
 from dq_contracts.engine.runner import run_object
 from dq_contracts.engine.sql import compound_duplicates, table_for
@@ -257,7 +257,7 @@ def measure_for(obj, check, table: sa.TableClause, dialect: str, now: dt.datetim
     """(key, expression) of the aggregate column the engine would use for this check, or None."""
     if not uses_aggregate(check):
         return None
-    return KINDS[check.kind].measure(check, Scope(obj, table, dialect, None, None, now))
+    return KINDS[check.kind].measure(check, CheckedObject(obj, table, dialect, None, None, now))
 
 
 class Capture:

@@ -51,10 +51,10 @@ def _plan_text(plan: ContractPlan, prefix: str) -> str:
         for check in obj.checks:
             threshold = check.threshold_text()
             will_fail = f"  WILL FAIL: {check.params['refusal']}" if check.params.get("refusal") else ""
-            scope = obj.partition_scope(check)
-            scoped = f"  [{'per partition' if scope[0] == 'partition' else 'table-wide'}: {scope[1]}]" if scope else ""
+            reach = obj.partition_reach(check)
+            reached = f"  [{'per partition' if reach[0] == 'partition' else 'table-wide'}: {reach[1]}]" if reach else ""
             lines.append(f"    {check.name:<{width}}  {check.severity:<5}  {check.kind:<16} {threshold}"
-                         f"  {check.clause}{will_fail}{scoped}")
+                         f"  {check.clause}{will_fail}{reached}")
     for fresh in plan.freshness:
         lines.append(f"  freshness {fresh.object}.{fresh.element}: fail after {fresh.fail_window_seconds:g}s  "
                      f"{fresh.clause}")

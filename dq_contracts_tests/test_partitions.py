@@ -63,7 +63,7 @@ DDL = ["CREATE TABLE customers (id INTEGER)", "INSERT INTO customers VALUES (1),
        "CREATE TABLE events (id INTEGER, code VARCHAR(16), amount DECIMAL(10,2), customer_id INTEGER, "
        "status VARCHAR(8), day DATE, ts TIMESTAMP)"]
 
-# The semantics, one row per clause kind: its scope on a partitioned object, and whether it passes
+# The semantics, one row per clause kind: its reach on a partitioned object, and whether it passes
 # on the good partition, on the bad one, and on the whole table (no partition).
 SEMANTICS = [
     ("schema", "table", True, True, True),  # one catalog for the whole table
@@ -213,14 +213,14 @@ def test_a_key_that_names_no_partition_says_why(plan_, key, message):
 def test_the_semantics_table_covers_every_check_of_the_contract(plan):
     assert sorted(c.name for c in plan.object("events").checks) == sorted(name for name, *_ in SEMANTICS)
     events = plan.object("events")
-    assert {c.name: events.partition_scope(c)[0] for c in events.checks} == {n: s for n, s, *_ in SEMANTICS}
+    assert {c.name: events.partition_reach(c)[0] for c in events.checks} == {n: s for n, s, *_ in SEMANTICS}
 
 
-@pytest.mark.parametrize("name,scope,good,bad,whole", SEMANTICS, ids=[row[0] for row in SEMANTICS])
-def test_each_clause_kind_is_judged_per_partition_or_on_the_whole_table(plan, tmp_path, name, scope, good, bad, whole):
+@pytest.mark.parametrize("name,reach,good,bad,whole", SEMANTICS, ids=[row[0] for row in SEMANTICS])
+def test_each_clause_kind_is_judged_per_partition_or_on_the_whole_table(plan, tmp_path, name, reach, good, bad, whole):
     events = plan.object("events")
     check = next(c for c in events.checks if c.name == name)
-    assert events.partition_scope(check)[0] == scope
+    assert events.partition_reach(check)[0] == reach
     engine = fill(sa.create_engine(f"duckdb:///{tmp_path / 'one.duckdb'}"))
     runs = {key: {r.name: r for r in run_object(plan, events, engine, now=NOW, selected=[name],
                                                  partition=None if key is None else partition_for(events.partitioning, key))}
@@ -228,11 +228,11 @@ def test_each_clause_kind_is_judged_per_partition_or_on_the_whole_table(plan, tm
     engine.dispose()
     assert [runs[k][name].passed for k in (GOOD_DAY, BAD_DAY, None)] == [good, bad, whole], {
         k: (r[name].observed, r[name].error) for k, r in runs.items()}
-    assert runs[BAD_DAY][name].partition == (BAD_DAY if scope == "partition" else None)
+    assert runs[BAD_DAY][name].partition == (BAD_DAY if reach == "partition" else None)
     assert runs[None][name].partition is None and all(r[name].error is None for r in runs.values())
 
 
-def test_the_plan_shows_each_checks_partition_scope(plan, tmp_path):
+def test_the_plan_shows_each_checks_partition_reach(plan, tmp_path):
     proc = cli(tmp_path, "plan", "events.odcs.yaml")
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout
@@ -270,7 +270,7 @@ def test_only_the_bad_partitions_checks_fail_and_its_sql_filters_on_it(plan, eng
         unfiltered = [sql for sql, _ in reading if (sql, _) not in filtered]
         assert all("max(" in sql.lower() or "SELECT COUNT(*) FROM" in sql or "information_schema" in sql.lower()
                    or "duckdb_columns" in sql.lower() for sql in unfiltered), unfiltered
-    per_partition = {name for name, scope, *_ in SEMANTICS if scope == "partition"}
+    per_partition = {name for name, reach, *_ in SEMANTICS if reach == "partition"}
     assert {n for n, r in results[GOOD_DAY].items() if not r.passed} == set()
     assert {n for n, r in results[BAD_DAY].items() if not r.passed} == per_partition - {"customer_id__unique"}
     for key, by_name in results.items():
@@ -301,7 +301,7 @@ def test_a_partition_with_only_the_schema_table_wide_reads_no_whole_table(plan, 
     events = plan.object("events")
     statements: list[str] = []
     sa.event.listen(engine, "before_cursor_execute", lambda conn, cur, sql, *a: statements.append(sql))
-    chosen = {name for name, scope, *_ in SEMANTICS if scope == "partition"} | {"schema"}
+    chosen = {name for name, reach, *_ in SEMANTICS if reach == "partition"} | {"schema"}
     results = {r.name: r for r in run_object(plan, events, engine, now=NOW, selected=chosen,
                                              partition=partition_for(events.partitioning, GOOD_DAY))}
     assert set(results) == chosen and all(r.passed for r in results.values()), results

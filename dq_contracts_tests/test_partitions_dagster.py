@@ -17,8 +17,8 @@ from dq_contracts.dagster_defs.report import build_report, report_text
 from dq_contracts_tests.conftest import run_checks
 from dq_contracts_tests.test_partitions import BAD_DAY, CONTRACT, GOOD_DAY, ROWS, SEMANTICS, fill
 
-PER_PARTITION = {name for name, scope, *_ in SEMANTICS if scope == "partition"}
-TABLE_WIDE = {name for name, scope, *_ in SEMANTICS if scope == "table"} - {"ts__freshness"}
+PER_PARTITION = {name for name, reach, *_ in SEMANTICS if reach == "partition"}
+TABLE_WIDE = {name for name, reach, *_ in SEMANTICS if reach == "table"} - {"ts__freshness"}
 FAILING_ON_THE_BAD_DAY = PER_PARTITION - {"customer_id__unique"}
 
 

@@ -16,8 +16,8 @@ import pytest
 import sqlalchemy as sa
 
 from dq_contracts.engine.contracts import Warehouses, run_contract
-from dq_contracts.engine.check_kinds import Unmeasurable, judge_count
-from dq_contracts.engine.scope import Scope
+from dq_contracts.engine.verdicts import Unmeasurable, judge_count
+from dq_contracts.engine.checked_object import CheckedObject
 from dq_contracts.odcs.plans import CheckPlan, Condition
 from dq_contracts_tests.conftest import duckdb_with
 from dq_contracts_tests.test_faults import plan_of, warehouse  # noqa: F401 - the fixture
@@ -245,8 +245,8 @@ def test_a_percent_of_a_row_count_that_was_not_measured_never_passes():
     check = CheckPlan("x", "duplicate_values", "/p", "t", None, "ERROR", "", (Condition("mustBeLessThan", 5),),
                       unit="percent", params={"columns": ["a", "b"]})
     with pytest.raises(Unmeasurable, match="row count could not be measured"):
-        judge_count(check, 0, None, Scope.__new__(Scope))
-    assert judge_count(check, 1, 10, Scope.__new__(Scope)).observed == 10.0
+        judge_count(check, 0, None, CheckedObject.__new__(CheckedObject))
+    assert judge_count(check, 1, 10, CheckedObject.__new__(CheckedObject)).observed == 10.0
 
 
 # --- the compiler's side -----------------------------------------------------------------------------

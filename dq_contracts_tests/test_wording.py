@@ -16,7 +16,6 @@ import sqlalchemy as sa
 from dq_contracts.engine import sentences as wording
 from dq_contracts.engine.contracts import Warehouses, run_contract
 from dq_contracts.odcs.load import load_contracts
-from dq_contracts.engine.check_kinds import KINDS
 from dq_contracts.engine.results import CheckResult
 from dq_contracts_tests.conftest import duckdb_with
 
@@ -217,10 +216,6 @@ def test_a_result_reads_as_a_sentence(case, tmp_path):
     (tmp_path / "alone").mkdir()
     alone = run(tmp_path / "alone", case.setup, case.objects, case.sla, only=case.check)
     assert (alone[case.check].passed, alone[case.check].message) == (got.passed, got.message)
-
-
-def test_every_kind_has_words_of_its_own():
-    assert set(wording.WORDS) == set(KINDS)
 
 
 @pytest.mark.parametrize("seconds, text", [

@@ -19,10 +19,11 @@ import dagster as dg
 import sqlalchemy as sa
 
 from dq_contracts.engine.contracts import Warehouses, choose_server, failed_results, run_contract
+from dq_contracts.odcs.check_kinds import CHECK_KINDS
 from dq_contracts.odcs.names import dagster_name
 from dq_contracts.odcs.names import ALL_CHECKS_JOB, AUTOMATION_SENSOR, FRESHNESS_SENSOR, OBJECT_OPS, checks_job_name, object_op_name, partitions_job_name, partitions_schedule_name, schedule_job_name, schedule_name
 from dq_contracts.odcs.load import gc_paused, load_contracts
-from dq_contracts.engine.scope import Scope
+from dq_contracts.engine.checked_object import CheckedObject
 from dq_contracts.odcs.partitions import Partition, multi_partition, window_partition
 from dq_contracts.odcs.plans import CheckPlan, ContractPlan, ObjectPlan
 from dq_contracts.dagster_defs.problem_defs import problem_defs
@@ -134,15 +135,11 @@ def check_result_of(result: CheckResult, spec: dg.AssetCheckSpec, plan: Contract
     )
 
 
-UNITS = {"freshness": "seconds of age", "row_count": "rows", "sql": "value the SQL rule returned",
-         "schema": "columns that differ"}
-
-
 def _unit(result: CheckResult) -> str:
     """What the observed number counts."""
     if result.unit == "percent":
         return "percent of all rows"
-    return UNITS.get(result.kind, "rows that break the clause")
+    return CHECK_KINDS[result.kind].observed_unit
 
 
 def _outcome_line(result: CheckResult, plan: ContractPlan) -> str:
@@ -270,7 +267,7 @@ def _object_checks(specs: ObjectSpecs, prefix: str, resource_key: str) -> list[d
         ops.append(_checks_op(table_op, plan, obj, wide, resource_key,
                               f"Table-wide clauses of contract {plan.id} {plan.version}, object {obj.name} "
                               "(partitioned): they read the whole table"))
-    if reading:  # a relationship is judged per partition, like the object's rows (PARTITION_SCOPE)
+    if reading:  # a relationship is judged per partition, like the object's rows (its kind's reach)
         ops.append(_checks_op(relationships_op, plan, obj, reading, resource_key,
                               f"Relationships of contract {plan.id} {plan.version}, object {obj.name}: "
                               "run after the assets they read"))
@@ -404,9 +401,9 @@ def _observed_columns(obj: ObjectPlan, table: Any, engine: sa.Engine, connection
                       conn: sa.Connection) -> list[tuple[str, str]]:
     """The table's columns and types as the catalog has them; none when it cannot say."""
     try:
-        scope = Scope(obj, table, engine.dialect.name, connection.schema, engine.dialect.identifier_preparer,
-                      dt.datetime.now(dt.timezone.utc), connection.files)
-        found = read_catalog(scope, conn)
+        checked = CheckedObject(obj, table, engine.dialect.name, connection.schema, engine.dialect.identifier_preparer,
+                                dt.datetime.now(dt.timezone.utc), connection.files)
+        found = read_catalog(checked, conn)
         return [(str(c["name"]), str(c.get("type_text") or c["type"].compile(dialect=engine.dialect)))
                 for c in found.values()]
     except Exception:  # a courtesy: the materialisation is reported all the same

@@ -21,7 +21,8 @@ from typing import Any
 import dagster as dg
 
 from dq_contracts.odcs.servers import is_file_server, server_type
-from dq_contracts.odcs.partitions import PER_PARTITION, PartitionPlan, scope_of
+from dq_contracts.odcs.check_kinds import PER_PARTITION, reach_of
+from dq_contracts.odcs.partitions import PartitionPlan
 from dq_contracts.odcs.plans import CheckPlan, ContractPlan, FreshnessPlan, ObjectPlan
 
 TAG_MAX = 63
@@ -63,7 +64,7 @@ class ContractCheckData:
 
     @property
     def per_partition(self) -> bool:
-        """Whether this check runs per partition (partitions.PARTITION_SCOPE) of a partitioned asset."""
+        """Whether this check runs per partition (its kind's reach, odcs.check_kinds) of a partitioned asset."""
         # one column filters a time window or a static value; a multi-dimensional key one column per
         # dimension, each named as the dimension
         if isinstance(self.partitions_def, dg.MultiPartitionsDefinition):
@@ -71,7 +72,7 @@ class ContractCheckData:
         else:
             filterable = (isinstance(self.partitions_def, ONE_DIMENSION)
                           and partition_column(self.object) is not None)
-        return filterable and scope_of(self.check.kind, self.check.params.get("query"))[0] == PER_PARTITION
+        return filterable and reach_of(self.check.kind, self.check.params.get("query"))[0] == PER_PARTITION
 
 
 def with_check_attributes(spec: dg.AssetCheckSpec, **changes: Any) -> dg.AssetCheckSpec:

@@ -2,21 +2,22 @@
 
 Each `Kind` says how its checks are measured (a column of the table's one aggregate scan, or work
 of its own on the connection), which columns its samples would show, how those samples are
-fetched, how the verdict is reached, and the clause's own query: the one a person runs to see the
-rows at fault. The runner knows nothing of any kind: it dispatches through `KINDS`. Adding a kind
-means adding its row here (and its compiler function and cases).
+fetched, how the verdict is reached, the clause's own query (the one a person runs to see the
+rows at fault), and the result in one sentence. The runner knows nothing of any kind: it dispatches
+through `KINDS`. Adding a kind means adding its row here and its ODCS row (odcs/check_kinds.py),
+its clause function, and its cases (README: "Adding a check kind").
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field, replace
+from dataclasses import KW_ONLY, dataclass, replace
 from typing import Any, Callable
 
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
-from dq_contracts.odcs.plans import CheckPlan, ObjectPlan, percent_of
+from dq_contracts.odcs.plans import CheckPlan, ObjectPlan
 from dq_contracts.engine.sql import (
     compound_duplicates,
     orphan_samples,
@@ -29,39 +30,34 @@ from dq_contracts.engine.dialects import MissingTable, dialect_of
 from dq_contracts.engine.schema_check import differences
 from dq_contracts.odcs.sqlrender import render as render_rule
 from dq_contracts.odcs.sqlrules import judge_sql_rule
+from dq_contracts.engine import sentences as say
+from dq_contracts.engine.results import CheckResult, unevaluated
+from dq_contracts.engine.checked_object import CheckedObject
+from dq_contracts.engine.sentences import Words
+from dq_contracts.engine.verdicts import Unmeasurable, Verdict, judge_count, judge_freshness, judge_scalar, judge_schema
 
-from dq_contracts.engine.scope import Scope
-
-# A newest value up to this far ahead of the clock is clock skew between hosts, not bad data.
-FUTURE_TOLERANCE_SECONDS = 300
-
-
-@dataclass
-class Verdict:
-    passed: bool
-    observed: Any = None
-    error: str | None = None
-    details: dict[str, Any] = field(default_factory=dict)
-
-
-class Unmeasurable(Exception):
-    """The measurement cannot be judged (its message says why); the check fails with it."""
-
-
-Measure = Callable[[CheckPlan, Scope], tuple[str, ColumnElement]]
-Violation = Callable[[CheckPlan, Scope], ColumnElement]
-Evaluate = Callable[[CheckPlan, Scope, sa.Connection], Any]
-Samples = Callable[[CheckPlan, Scope, int], sa.Select | None]
-FailingRows = Callable[[CheckPlan, Scope], "sa.Select | sa.TextClause | None"]
-Judge = Callable[[CheckPlan, Any, "int | None", Scope], Verdict]
+Measure = Callable[[CheckPlan, CheckedObject], tuple[str, ColumnElement]]
+Violation = Callable[[CheckPlan, CheckedObject], ColumnElement]
+Evaluate = Callable[[CheckPlan, CheckedObject, sa.Connection], Any]
+Samples = Callable[[CheckPlan, CheckedObject, int], sa.Select | None]
+FailingRows = Callable[[CheckPlan, CheckedObject], "sa.Select | sa.TextClause | None"]
+Judge = Callable[[CheckPlan, Any, "int | None", CheckedObject], Verdict]
 
 
 @dataclass(frozen=True)
 class Kind:
+    """The engine's row of one check kind (its ODCS row is `odcs.check_kinds.CHECK_KINDS`, keyed
+    alike). The fields with no default are the ones every kind must state: a kind without words
+    or a verdict of its own is not one the engine can run."""
+
     name: str
+    _: KW_ONLY
+    judge: Judge  # the measurement against the clause's conditions
+    failing_rows: FailingRows | None  # the clause's own query, for people: the offending rows (or, where
+    # there are none to list, the one value the clause judges); never run by the engine
+    words: Words  # the result in one sentence (sentences.py)
     measure: Measure | None = None  # a column of the one aggregate scan, keyed so equal measures are shared
     evaluate: Evaluate | None = None  # or a query (or catalog read) of its own
-    judge: Judge | None = None  # default: judge_count
     sample_columns: Callable[[CheckPlan], list[str]] = lambda check: []  # noqa: E731
     samples: Samples | None = None
     hint: str = ""  # said before a database error, to name the likely cause (formatted with the params)
@@ -69,72 +65,20 @@ class Kind:
     # the condition an offending row meets, for kinds judged row by row: their samples come from one
     # scan shared by every failing clause of the table
     violation: Violation | None = None
+    # the parameters that make a row-level measure what it is: two checks alike in these (and their
+    # column) share one column of the scan
+    identity: tuple[str, ...] = ()
     # whether the measure goes to the table's statement of distinct counts (see _keys_apart)
     apart: Callable[[CheckPlan], bool] = lambda check: False  # noqa: E731
-    # the clause's own query, for people: the offending rows (or, where there are none to list, the
-    # one value the clause judges); never run by the engine
-    failing_rows: FailingRows | None = None
     # whether its result is told against the table's rows ("1 row of 120"): the scan then counts
     # them even when it measures nothing else (a relationship's own op)
     counts_rows: bool = True
 
 
-# --- verdicts -------------------------------------------------------------------------------------
-
-def judge_count(check: CheckPlan, value: Any, rows: int | None, scope: Scope) -> Verdict:
-    """A count of offending rows (or tuples), compared as rows or as a percent of all rows."""
-    if value is None:
-        raise Unmeasurable("the measurement came back NULL")
-    count = int(value)
-    if check.unit != "percent":
-        return Verdict(check.passes(count), count)
-    if rows is None:  # never a percent of a row count that was not measured
-        raise Unmeasurable("the table's row count could not be measured, so no percent can be computed")
-    measured = percent_of(count, rows)
-    return Verdict(check.passes(measured), measured, details={"count": count})
-
-
-def judge_freshness(check: CheckPlan, age: Any, rows: int | None, scope: Scope) -> Verdict:
-    if age is None:
-        raise Unmeasurable(f"{check.params['column']} holds no value (an empty table, or every value NULL): "
-                           "its freshness cannot be judged")
-    age = float(age)
-    column = scope.obj.column(check.params["column"])
-    hidden = column is not None and column.classified  # the age would give the newest value away
-    details: dict[str, Any] = ({"observed_withheld": "the column is classified: its newest value (and so its "
-                                "age) is never shown, only the verdict"} if hidden else
-                               {"newest_utc": (scope.now - dt.timedelta(seconds=age)).isoformat(timespec="seconds")})
-    if age < -FUTURE_TOLERANCE_SECONDS:  # one row dated 2099 must not hide a table that stopped loading
-        ahead = "" if hidden else f" {-age:.0f} s"
-        return Verdict(False, None if hidden else age, error=f"the newest value of {check.params['column']} lies"
-                       f"{ahead} in the future (more than the {FUTURE_TOLERANCE_SECONDS} s allowed for clock skew): "
-                       "freshness cannot be judged", details=details)
-    age = max(age, 0.0)
-    return Verdict(check.passes(age), None if hidden else age, details=details)
-
-
-def judge_scalar(check: CheckPlan, value: Any, rows: int | None, scope: Scope) -> Verdict:
-    """A SQL rule's single value, compared as it is (a NULL never passes)."""
-    if value is None:
-        raise Unmeasurable("the query returned NULL")
-    if isinstance(value, bool):
-        value = int(value)
-    observed = value if isinstance(value, int) else float(value)
-    # a rule reading a classified column was judged to use it only as COUNT(c), COUNT(DISTINCT c) or
-    # c IS [NOT] NULL (sqlrules): its value is a count, never one of the column's values
-    return Verdict(check.passes(observed), observed)
-
-
-def judge_schema(check: CheckPlan, differences: dict[str, Any], rows: int | None, scope: Scope) -> Verdict:
-    """Missing columns and type mismatches fail; undeclared or nullable columns are information."""
-    broken = sum(len(differences[k]) for k in ("missing", "type_mismatches", "logical_type_mismatches"))
-    return Verdict(broken == 0, broken, details=differences)
-
-
 # --- measures of the one aggregate ----------------------------------------------------------------
 
-def _column(check: CheckPlan, scope: Scope) -> ColumnElement:
-    return scope.table.c[check.params["column"]]
+def _column(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
+    return checked.table.c[check.params["column"]]
 
 
 def _count_where(condition: ColumnElement) -> ColumnElement:
@@ -163,31 +107,31 @@ def utc_text(value: Any) -> str:
     return moment.astimezone(dt.timezone.utc).replace(tzinfo=None).isoformat(sep=" ")
 
 
-def _range(check: CheckPlan, scope: Scope) -> ColumnElement:
-    p, col = check.params, _column(check, scope)
+def _range(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
+    p, col = check.params, _column(check, checked)
     bound = _typed_bound(check, p["bound"])
     if p["lower"]:
         return col <= bound if p["strict"] else col < bound
     return col >= bound if p["strict"] else col > bound
 
 
-def _length(check: CheckPlan, scope: Scope) -> ColumnElement:
-    length = dialect_of(scope.dialect).length(_column(check, scope))
+def _length(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
+    length = dialect_of(checked.dialect).length(_column(check, checked))
     return length < check.params["bound"] if check.params["lower"] else length > check.params["bound"]
 
 
-def _pattern(check: CheckPlan, scope: Scope) -> ColumnElement:
-    col = _column(check, scope)
-    return sa.and_(col.is_not(None), sa.not_(dialect_of(scope.dialect).regex(col, check.params["pattern"])))
+def _pattern(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
+    col = _column(check, checked)
+    return sa.and_(col.is_not(None), sa.not_(dialect_of(checked.dialect).regex(col, check.params["pattern"])))
 
 
-def _accepted(check: CheckPlan, scope: Scope) -> ColumnElement:
-    col = _column(check, scope)
+def _accepted(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
+    col = _column(check, checked)
     return sa.and_(col.is_not(None), col.not_in(check.params["values"]))
 
 
-def _missing(check: CheckPlan, scope: Scope) -> ColumnElement:
-    col, values = _column(check, scope), check.params["values"]
+def _missing(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
+    col, values = _column(check, checked), check.params["values"]
     present = [v for v in values if v is not None]
     conditions = [col.in_(present)] if present else []
     if None in values:
@@ -195,79 +139,70 @@ def _missing(check: CheckPlan, scope: Scope) -> ColumnElement:
     return sa.or_(*conditions)
 
 
-def _invalid(check: CheckPlan, scope: Scope) -> ColumnElement:
-    p, col = check.params, _column(check, scope)
+def _invalid(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
+    p, col = check.params, _column(check, checked)
     invalid = []
     if p.get("valid_values") is not None:
         invalid.append(col.not_in(p["valid_values"]))
     if p.get("pattern") is not None:
-        invalid.append(sa.not_(dialect_of(scope.dialect).regex(col, p["pattern"])))
+        invalid.append(sa.not_(dialect_of(checked.dialect).regex(col, p["pattern"])))
     return sa.and_(col.is_not(None), sa.or_(*invalid))
 
 
-def _multiple(check: CheckPlan, scope: Scope) -> ColumnElement:
+def _multiple(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
     divisor = sa.cast(sa.bindparam(None, str(check.params["divisor"]), type_=sa.String), sa.Numeric(38, 10))
-    return sa.cast(_column(check, scope), sa.Numeric(38, 10)) % divisor != 0
+    return sa.cast(_column(check, checked), sa.Numeric(38, 10)) % divisor != 0
 
 
-# The identity of each row-level measure: two checks with the same key share one column.
-_IDENTITY = {
-    "range": ("lower", "strict", "bound", "logical_type"), "length": ("lower", "bound"), "pattern": ("pattern",),
-    "accepted_values": ("values",), "missing_values": ("values",), "invalid_values": ("valid_values", "pattern"),
-    "multiple_of": ("divisor",),
-}
-
-
-def _listing(check: CheckPlan, scope: Scope) -> Scope:
-    """The scope with a table of the columns that name an offending row: the object's primary key,
-    then the columns the check names."""
-    keys = [c.physical_name for c in scope.obj.columns if c.primary_key]
+def _listing(check: CheckPlan, checked: CheckedObject) -> CheckedObject:
+    """The checked object with a table of the columns that name an offending row: the object's
+    primary key, then the columns the check names."""
+    keys = [c.physical_name for c in checked.obj.columns if c.primary_key]
     names = list(dict.fromkeys([*keys, *named_columns(check)]))
-    return replace(scope, table=scope.own_table(names))
+    return replace(checked, table=checked.own_table(names))
 
 
-def _rows_where(violation: Callable[[CheckPlan, Scope], ColumnElement]) -> FailingRows:
+def _rows_where(violation: Callable[[CheckPlan, CheckedObject], ColumnElement]) -> FailingRows:
     """`SELECT <key and checked columns> FROM t WHERE <violation>`: every offending row."""
 
-    def failing_rows(check: CheckPlan, scope: Scope) -> sa.Select:
-        listing = _listing(check, scope)
+    def failing_rows(check: CheckPlan, checked: CheckedObject) -> sa.Select:
+        listing = _listing(check, checked)
         return sa.select(*listing.table.c).where(violation(check, listing))
 
     return failing_rows
 
 
-def _row_level(name: str, violation: Violation, **extra: Any) -> Kind:
+def _row_level(name: str, violation: Violation, identity: tuple[str, ...], words: Words, **extra: Any) -> Kind:
     """A kind defined by the condition an offending row meets: counted in the aggregate, sampled by
     it, and listed by it."""
 
-    def measure(check: CheckPlan, scope: Scope) -> tuple[str, ColumnElement]:
-        key = ":".join([check.kind, check.params["column"], *(repr(check.params.get(k))
-                                                               for k in _IDENTITY[check.kind])])
-        return key, _count_where(violation(check, scope))
+    def measure(check: CheckPlan, checked: CheckedObject) -> tuple[str, ColumnElement]:
+        key = ":".join([check.kind, check.params["column"], *(repr(check.params.get(k)) for k in identity)])
+        return key, _count_where(violation(check, checked))
 
-    def samples(check: CheckPlan, scope: Scope, limit: int) -> sa.Select:
-        col = _column(check, scope)
-        return sa.select(col).where(violation(check, scope)).group_by(col).order_by(col).limit(limit)
+    def samples(check: CheckPlan, checked: CheckedObject, limit: int) -> sa.Select:
+        col = _column(check, checked)
+        return sa.select(col).where(violation(check, checked)).group_by(col).order_by(col).limit(limit)
 
-    return Kind(name, measure=measure, samples=samples, sample_columns=_one_column,
-                failing_rows=_rows_where(violation), violation=violation, **extra)
+    return Kind(name, measure=measure, judge=judge_count, samples=samples, sample_columns=_one_column,
+                failing_rows=_rows_where(violation), violation=violation, identity=identity, words=words, **extra)
 
 
-def _nulls(check: CheckPlan, scope: Scope) -> tuple[str, ColumnElement]:
-    col = _column(check, scope)
+def _nulls(check: CheckPlan, checked: CheckedObject) -> tuple[str, ColumnElement]:
+    col = _column(check, checked)
     return f"nulls:{check.params['column']}", sa.func.count() - sa.func.count(col)
 
 
-def _is_null(check: CheckPlan, scope: Scope) -> ColumnElement:
-    return _column(check, scope).is_(None)
+def _is_null(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
+    return _column(check, checked).is_(None)
 
 
-def _rows(check: CheckPlan, scope: Scope) -> tuple[str, ColumnElement]:
+def _rows(check: CheckPlan, checked: CheckedObject) -> tuple[str, ColumnElement]:
     return "rows", sa.func.count()
 
 
-def _count_rows(check: CheckPlan, scope: Scope) -> sa.Select:
-    return sa.select(sa.func.count().label("rows")).select_from(scope.table)
+def _count_rows(check: CheckPlan, checked: CheckedObject) -> sa.Select:
+    return sa.select(sa.func.count().label("rows")).select_from(checked.table)
 
 
 def _single(check: CheckPlan) -> str | None:
@@ -275,15 +210,15 @@ def _single(check: CheckPlan) -> str | None:
     return columns[0] if len(columns) == 1 else None
 
 
-def _duplicates(check: CheckPlan, scope: Scope) -> tuple[str, ColumnElement]:
+def _duplicates(check: CheckPlan, checked: CheckedObject) -> tuple[str, ColumnElement]:
     """Rows beyond the first of each key (a primary key's NULL keys too). unique, primaryKey and
     duplicateValues on the same column share one measure key, so the work is done once."""
     key = check.params["columns"]
     is_key = check.kind == "primary_key"  # a key also has no NULL
     prefix = "pk:" if is_key else "dups:"
     if _single(check) is None:  # a compound key: its own GROUP BY, as a subquery of the table's statement
-        return prefix + ",".join(key), compound_duplicates(scope.table, key, count_nulls=is_key).scalar_subquery()
-    col = scope.table.c[_single(check)]
+        return prefix + ",".join(key), compound_duplicates(checked.table, key, count_nulls=is_key).scalar_subquery()
+    col = checked.table.c[_single(check)]
     extra = sa.func.count(col) - sa.func.count(sa.distinct(col))
     return prefix + _single(check), (sa.func.count() - sa.func.count(col)) + extra if is_key else extra
 
@@ -297,38 +232,38 @@ def _keys_apart(check: CheckPlan) -> bool:
     return _single(check) is not None
 
 
-def _key_groups(check: CheckPlan, scope: Scope, *, null_keys: bool = False) -> sa.Select:
+def _key_groups(check: CheckPlan, checked: CheckedObject, *, null_keys: bool = False) -> sa.Select:
     """The key values held by more than one row (with null_keys, and the keys with a NULL part)."""
-    cols = [scope.table.c[c] for c in check.params["columns"]]
+    cols = [checked.table.c[c] for c in check.params["columns"]]
     complete = sa.and_(*(c.is_not(None) for c in cols))
     repeated = sa.func.count() > 1
     groups = sa.select(*cols).group_by(*cols)
     return groups.having(sa.or_(repeated, sa.not_(complete))) if null_keys else groups.where(complete).having(repeated)
 
 
-def _duplicate_samples(check: CheckPlan, scope: Scope, limit: int) -> sa.Select | None:
+def _duplicate_samples(check: CheckPlan, checked: CheckedObject, limit: int) -> sa.Select | None:
     if _single(check) is None:
         return None
-    col = scope.table.c[_single(check)]
-    return _key_groups(check, scope).order_by(col).limit(limit)
+    col = checked.table.c[_single(check)]
+    return _key_groups(check, checked).order_by(col).limit(limit)
 
 
-def _duplicate_rows(check: CheckPlan, scope: Scope) -> sa.Select:
+def _duplicate_rows(check: CheckPlan, checked: CheckedObject) -> sa.Select:
     """Each repeated key with its number of rows; for a primary key, the keys with a NULL part too."""
-    return _key_groups(check, scope, null_keys=check.kind == "primary_key").add_columns(
+    return _key_groups(check, checked, null_keys=check.kind == "primary_key").add_columns(
         sa.func.count().label("rows"))
 
 
-def _age(check: CheckPlan, scope: Scope) -> tuple[str, ColumnElement]:
+def _age(check: CheckPlan, checked: CheckedObject) -> tuple[str, ColumnElement]:
     """Seconds between the run's moment and the newest value, computed in the database: a naive
     timestamp counts as UTC whatever the session's time zone (its epoch is taken as written)."""
-    epoch = dialect_of(scope.dialect).epoch(sa.func.max(_column(check, scope)))
-    now = sa.bindparam(None, scope.now.timestamp(), type_=sa.Float)
+    epoch = dialect_of(checked.dialect).epoch(sa.func.max(_column(check, checked)))
+    now = sa.bindparam(None, checked.now.timestamp(), type_=sa.Float)
     return f"age:{check.params['column']}", now - epoch
 
 
-def _newest(check: CheckPlan, scope: Scope) -> sa.Select:
-    return sa.select(sa.func.max(_column(check, scope)).label("newest")).select_from(scope.table)
+def _newest(check: CheckPlan, checked: CheckedObject) -> sa.Select:
+    return sa.select(sa.func.max(_column(check, checked)).label("newest")).select_from(checked.table)
 
 
 # --- kinds with work of their own -----------------------------------------------------------------
@@ -349,27 +284,27 @@ def execute(connection: sa.Connection, statement: Any) -> sa.CursorResult:
     return connection.execute(statement)
 
 
-def _relationship_tables(check: CheckPlan, scope: Scope) -> tuple[sa.TableClause, sa.TableClause]:
-    target = scope.other_table(check.params["target_table"], check.params["target_columns"])
-    source = scope.own_table(check.params["columns"])  # a partition's rows, pointing into the whole target
+def _relationship_tables(check: CheckPlan, checked: CheckedObject) -> tuple[sa.TableClause, sa.TableClause]:
+    target = checked.other_table(check.params["target_table"], check.params["target_columns"])
+    source = checked.own_table(check.params["columns"])  # a partition's rows, pointing into the whole target
     return source, target
 
 
-def _relationship(check: CheckPlan, scope: Scope, connection: sa.Connection) -> Any:
-    source, target = _relationship_tables(check, scope)
+def _relationship(check: CheckPlan, checked: CheckedObject, connection: sa.Connection) -> Any:
+    source, target = _relationship_tables(check, checked)
     return execute(connection, orphans(source, check.params["columns"], target,
                                        check.params["target_columns"])).scalar()
 
 
-def _relationship_samples(check: CheckPlan, scope: Scope, limit: int) -> sa.Select:
-    source, target = _relationship_tables(check, scope)
+def _relationship_samples(check: CheckPlan, checked: CheckedObject, limit: int) -> sa.Select:
+    source, target = _relationship_tables(check, checked)
     return orphan_samples(source, check.params["columns"], target, check.params["target_columns"], limit)
 
 
-def _orphan_rows(check: CheckPlan, scope: Scope) -> sa.Select:
+def _orphan_rows(check: CheckPlan, checked: CheckedObject) -> sa.Select:
     """Every row whose key points at nothing: the samples' condition, on a table that also names the row."""
-    source = _listing(check, scope).table
-    _, target = _relationship_tables(check, scope)
+    source = _listing(check, checked).table
+    _, target = _relationship_tables(check, checked)
     orphaned = orphan_samples(source, check.params["columns"], target, check.params["target_columns"])
     return sa.select(*source.c).where(orphaned.whereclause)
 
@@ -382,37 +317,37 @@ def rule_tables(check: CheckPlan, obj: ObjectPlan) -> dict[str, dict[str, bool]]
     return tables
 
 
-def _rule_statement(check: CheckPlan, scope: Scope) -> sa.TextClause:
+def _rule_statement(check: CheckPlan, checked: CheckedObject) -> sa.TextClause:
     """A contract's SELECT, judged again as a tree in this server's dialect and run as that tree
     rendered: names quoted as nodes, `{partition}` a predicate of bound, typed values."""
-    if scope.files is not None:
+    if checked.files is not None:
         raise Unmeasurable("SQL rules are not run on file servers: `{object}` has no table name to stand for")
-    verdict = judge_sql_rule(str(check.params["query"]), dialect=scope.dialect, own=scope.obj.physical_name,
-                             column=check.params.get("column"), tables=rule_tables(check, scope.obj))
+    verdict = judge_sql_rule(str(check.params["query"]), dialect=checked.dialect, own=checked.obj.physical_name,
+                             column=check.params.get("column"), tables=rule_tables(check, checked.obj))
     if verdict.refusal or verdict.unresolved:
         raise Unmeasurable(f"not run: {verdict.refusal or ', '.join(verdict.unresolved)}")
     partition = None
-    if scope.partition is not None and verdict.partitioned:
-        partition = partition_condition(scope.partition, scope.preparer.dialect)
-    rendered = render_rule(verdict, lambda name: qualified_parts(name, scope.schema), partition)
+    if checked.partition is not None and verdict.partitioned:
+        partition = partition_condition(checked.partition, checked.preparer.dialect)
+    rendered = render_rule(verdict, lambda name: qualified_parts(name, checked.schema), partition)
     statement = sa.text(rendered.sql).bindparams(*(sa.bindparam(name, value, type_=rendered.types.get(name))
                                                    for name, value in rendered.values.items()))
     statement.dq_shown = rendered.shown  # what people read: the same tree, values as literals
     return statement
 
 
-def _sql_rule(check: CheckPlan, scope: Scope, connection: sa.Connection) -> Any:
+def _sql_rule(check: CheckPlan, checked: CheckedObject, connection: sa.Connection) -> Any:
     """A contract's raw SELECT; it must answer exactly one value."""
-    rows = execute(connection, _rule_statement(check, scope)).fetchmany(2)
+    rows = execute(connection, _rule_statement(check, checked)).fetchmany(2)
     if len(rows) != 1 or len(rows[0]) != 1:
         shape = "no row" if not rows else ("several rows" if len(rows) > 1 else f"{len(rows[0])} columns")
         raise Unmeasurable(f"a SQL rule must return exactly one row of one column; this one returned {shape}")
     return rows[0][0]
 
 
-def _catalog(check: CheckPlan, scope: Scope, connection: sa.Connection) -> dict[str, Any]:
+def _catalog(check: CheckPlan, checked: CheckedObject, connection: sa.Connection) -> dict[str, Any]:
     try:
-        return differences(check, scope, connection)
+        return differences(check, checked, connection)
     except MissingTable as exc:
         raise Unmeasurable(str(exc)) from exc
 
@@ -431,34 +366,57 @@ def _one_column(check: CheckPlan) -> list[str]:
 _NULL_ROWS = _rows_where(_is_null)
 
 
-def _keyed(kind: str) -> Kind:
+def _keyed(kind: str, words: Words) -> Kind:
     """unique, primary_key, duplicate_values: a distinct count for one column, a GROUP BY for several."""
-    return Kind(kind, measure=_duplicates, sample_columns=named_columns, samples=_duplicate_samples,
-                failing_rows=_duplicate_rows, apart=_keys_apart)
+    return Kind(kind, measure=_duplicates, judge=judge_count, sample_columns=named_columns,
+                samples=_duplicate_samples, failing_rows=_duplicate_rows, apart=_keys_apart, words=words)
 
 
+_DUPLICATES = say.keys("duplicate value", "duplicate values", "no duplicate value of {key}")
+
+# One row per check kind. Its ODCS row (what it is called, its parameters, what it reads of a
+# partitioned table, what its observed value counts) is `odcs.check_kinds.CHECK_KINDS`.
 KINDS: dict[str, Kind] = {k.name: k for k in [
-    Kind("schema", evaluate=_catalog, judge=judge_schema, counts_rows=False),
-    Kind("not_null", measure=_nulls, failing_rows=_NULL_ROWS),
-    Kind("null_values", measure=_nulls, failing_rows=_NULL_ROWS),
-    _keyed("unique"),
-    _keyed("primary_key"),
-    _keyed("duplicate_values"),
-    _row_level("range", _range),
-    _row_level("length", _length),
-    _row_level("pattern", _pattern),
-    _row_level("accepted_values", _accepted),
-    _row_level("missing_values", _missing),
-    _row_level("invalid_values", _invalid),
-    _row_level("multiple_of", _multiple,
-               hint="multipleOf needs a numeric column, and {column} could not be read as a number"),
-    Kind("row_count", measure=_rows, failing_rows=_count_rows),
-    Kind("freshness", measure=_age, judge=judge_freshness, failing_rows=_newest,
+    Kind("schema", evaluate=_catalog, judge=judge_schema, failing_rows=None, words=say.schema, counts_rows=False),
+    Kind("not_null", measure=_nulls, judge=judge_count, failing_rows=_NULL_ROWS, words=say.nulls),
+    Kind("null_values", measure=_nulls, judge=judge_count, failing_rows=_NULL_ROWS, words=say.nulls),
+    _keyed("unique", _DUPLICATES),
+    _keyed("primary_key", say.keys("duplicate or NULL key", "duplicate or NULL keys", "every {key} present and unique")),
+    _keyed("duplicate_values", _DUPLICATES),
+    _row_level("range", _range, ("lower", "strict", "bound", "logical_type"), say.offending(say.beyond)),
+    _row_level("length", _length, ("lower", "bound"), say.offending(
+        lambda p: f"{'shorter' if p['lower'] else 'longer'} than {p['bound']} characters")),
+    _row_level("pattern", _pattern, ("pattern",), say.offending(
+        lambda p: f"not a valid {p['format']}" if p.get("format") else f"not matching {p['pattern']}",
+        lambda p: f"every value a valid {p['format']}" if p.get("format") else f"every value matching {p['pattern']}")),
+    _row_level("accepted_values", _accepted, ("values",), say.offending(
+        lambda p: f"outside the accepted values ({say.listed(p['values'])})")),
+    _row_level("missing_values", _missing, ("values",), say.offending(
+        lambda p: f"counted as missing ({say.listed(p['values'])})")),
+    _row_level("invalid_values", _invalid, ("valid_values", "pattern"), say.offending(
+        lambda p: f"invalid (valid: {say.valid(p)})", lambda p: f"no invalid value (valid: {say.valid(p)})")),
+    _row_level("multiple_of", _multiple, ("divisor",), say.offending(
+        lambda p: f"not a multiple of {say.number(p['divisor'])}",
+        lambda p: f"every value a multiple of {say.number(p['divisor'])}"),
+        hint="multipleOf needs a numeric column, and {column} could not be read as a number"),
+    Kind("row_count", measure=_rows, judge=judge_count, failing_rows=_count_rows, words=say.row_count),
+    Kind("freshness", measure=_age, judge=judge_freshness, failing_rows=_newest, words=say.freshness,
          hint="freshness needs a date or timestamp column, and {column} could not be read as one"),
-    Kind("relationship", evaluate=_relationship, sample_columns=named_columns, samples=_relationship_samples,
-         failing_rows=_orphan_rows),
-    Kind("sql", evaluate=_sql_rule, judge=judge_scalar, failing_rows=_rule_statement, counts_rows=False),
+    Kind("relationship", evaluate=_relationship, judge=judge_count, sample_columns=named_columns,
+         samples=_relationship_samples, failing_rows=_orphan_rows, words=say.offending(
+             lambda p: f"pointing at no {say.target(p)}", lambda p: f"no row pointing at a missing {say.target(p)}")),
+    Kind("sql", evaluate=_sql_rule, judge=judge_scalar, failing_rows=_rule_statement, words=say.sql_rule,
+         counts_rows=False),
 ]}
+
+
+def describe(check: CheckPlan, result: CheckResult) -> str:
+    """The result in one sentence: what was found, in words and units, and what the contract wants."""
+    if check.params.get("refusal"):
+        return f"not run: {check.params['refusal']}"
+    if result.error:
+        return unevaluated(result.error)
+    return KINDS[check.kind].words(check, result)
 
 
 def uses_aggregate(check: CheckPlan) -> bool:

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from dq_contracts.engine.check_kinds import Unmeasurable
+from dq_contracts.engine.verdicts import Unmeasurable
 from dq_contracts.odcs.partitions import PartitionKeyError
 from dq_contracts.odcs.plans import CheckPlan, ContractPlan, ObjectPlan
 

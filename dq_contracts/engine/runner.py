@@ -14,15 +14,17 @@ from typing import Any, Iterable, TypeVar
 
 import sqlalchemy as sa
 
-from dq_contracts.engine import sentences as wording
-from dq_contracts.engine.check_kinds import KINDS, LAST_SQL, Unmeasurable, judge_count, named_columns, readable, uses_aggregate
+from dq_contracts.engine.sentences import generic
+from dq_contracts.engine.check_kinds import KINDS, LAST_SQL, describe, named_columns, readable, uses_aggregate
+from dq_contracts.engine.verdicts import Unmeasurable
+from dq_contracts.engine.checked_object import CheckedObject
 from dq_contracts.engine.dialects import dialect_of
-from dq_contracts.engine.scope import Scope
 from dq_contracts.odcs.servers import server_type_of_dialect
-from dq_contracts.odcs.partitions import PER_PARTITION, Partition, scope_of
+from dq_contracts.odcs.check_kinds import PER_PARTITION, reach_of
+from dq_contracts.odcs.partitions import Partition
 from dq_contracts.odcs.plans import CheckPlan, ContractPlan, ObjectPlan
 from dq_contracts.engine.sql import render, table_for
-from dq_contracts.engine.results import CheckResult, error_of, touches_classified
+from dq_contracts.engine.results import CheckResult, error_of, touches_classified, unevaluated
 from dq_contracts.engine.samples import SAMPLE_LIMIT, _add_samples
 from dq_contracts.engine.sessions import DEFAULT_TIMEOUT_SECONDS, Session
 from dq_contracts.engine.results import Measured
@@ -52,7 +54,7 @@ def run_object(
 ) -> list[CheckResult]:
     """Every selected check of one schema object: one aggregate scan plus one query per other kind.
     `files` (connections.Files) when the server is files that DuckDB reads. With `partition`, every
-    check the partition scope table (partitions.PARTITION_SCOPE) runs per partition reads only that
+    check whose kind's reach (odcs.check_kinds) is per partition reads only that
     partition's rows, and its result carries the key; the table-wide ones read the whole table.
 
     Whatever goes wrong in one check (its query, its verdict, its samples) becomes that check's
@@ -70,7 +72,7 @@ def run_object(
         return _run_checks(contract, obj, engine, checks, **common)
     # two passes, each with its own scan, in one session: the partition's clauses on its rows, the
     # others on the whole table
-    per = {c.name: scope_of(c.kind, c.params.get("query"))[0] == PER_PARTITION for c in checks}
+    per = {c.name: reach_of(c.kind, c.params.get("query"))[0] == PER_PARTITION for c in checks}
     wide = [c for c in checks if not per[c.name]]
     each = [c for c in checks if per[c.name]]
     with Session(engine, timeout_seconds) as session:
@@ -115,11 +117,11 @@ def _run_checks(contract: ContractPlan, obj: ObjectPlan, engine: sa.Engine, chec
         columns = sorted({c for check in runnable if check.kind != "schema" for c in named_columns(check)})
         preparer = engine.dialect.identifier_preparer
         if partition is None:
-            scope = Scope(obj, table_for(obj.physical_name, schema, columns, preparer, files), engine.dialect.name,
-                          schema, preparer, now, files)
+            checked = CheckedObject(obj, table_for(obj.physical_name, schema, columns, preparer, files),
+                                    engine.dialect.name, schema, preparer, now, files)
         else:
-            scope = Scope(obj, None, engine.dialect.name, schema, preparer, now, files, partition)
-            scope = replace(scope, table=scope.own_table(columns))
+            checked = CheckedObject(obj, None, engine.dialect.name, schema, preparer, now, files, partition)
+            checked = replace(checked, table=checked.own_table(columns))
     except Exception as exc:  # a name this dialect cannot quote: every check says so
         return [_worded(c, results.get(c.name) or failure(c, exc)) for c in checks]
 
@@ -129,22 +131,22 @@ def _run_checks(contract: ContractPlan, obj: ObjectPlan, engine: sa.Engine, chec
         # reads the catalog, and a partitioned run's table-wide pass must not count a whole
         # PostgreSQL table for nothing
         scan = aggregated or any(KINDS[c.kind].counts_rows for c in runnable)
-        measured = _measure(aggregated, scope, session) if scan else Measured()
+        measured = _measure(aggregated, checked, session) if scan else Measured()
         for check in runnable:
-            results[check.name] = _judged(check, scope, session, measured, result, failure)
+            results[check.name] = _judged(check, checked, session, measured, result, failure)
         failing = [(c, results[c.name]) for c in runnable if not results[c.name].passed and results[c.name].error is None]
-        _add_samples(failing, scope, session, error_text, measured)
+        _add_samples(failing, checked, session, error_text, measured)
     return [_worded(c, results[c.name]) for c in checks]
 
 
-def _judged(check: CheckPlan, scope: Scope, session: Session, measured: Measured, result: Any,
+def _judged(check: CheckPlan, checked: CheckedObject, session: Session, measured: Measured, result: Any,
             failure: Any) -> CheckResult:
     """One check's result, from its measure of the table's statements or from its own query."""
     kind = KINDS[check.kind]
-    judge = kind.judge or judge_count
+    judge = kind.judge
     key = measured.key_of.get(check.name)
     measuring = measured.sql.get(key) if key is not None else None  # what measures it, for a debug log
-    own = _own_sql(check, scope, session.engine)  # what a person runs to see the rows at fault
+    own = _own_sql(check, checked, session.engine)  # what a person runs to see the rows at fault
     ran: list[str | None] = []
 
     def sqls() -> dict[str, Any]:
@@ -160,12 +162,12 @@ def _judged(check: CheckPlan, scope: Scope, session: Session, measured: Measured
         else:
             def evaluate(connection: sa.Connection) -> Any:
                 try:
-                    return kind.evaluate(check, scope, connection)
+                    return kind.evaluate(check, checked, connection)
                 finally:
                     ran.append(_last_sql(connection))
 
             raw = session.run(evaluate)
-        verdict = judge(check, raw, measured.row_count, scope)
+        verdict = judge(check, raw, measured.row_count, checked)
     except Exception as exc:  # one check's exception is that check's failed result
         outcome = failure(check, exc, **sqls())
         if kind.hint and not isinstance(exc, (Unmeasurable, *TRANSIENT)):
@@ -175,12 +177,12 @@ def _judged(check: CheckPlan, scope: Scope, session: Session, measured: Measured
                   error=verdict.error, details=verdict.details, **sqls())
 
 
-def _own_sql(check: CheckPlan, scope: Scope, engine: sa.Engine) -> str | None:
+def _own_sql(check: CheckPlan, checked: CheckedObject, engine: sa.Engine) -> str | None:
     """The clause's own query, rendered for people; None when the kind has none or it cannot be built
     (then the check's verdict says why, not this)."""
     failing_rows = KINDS[check.kind].failing_rows
     try:
-        statement = failing_rows(check, scope) if failing_rows is not None else None
+        statement = failing_rows(check, checked) if failing_rows is not None else None
         return readable(statement, engine) if statement is not None else None
     except Exception:  # noqa: BLE001 - a courtesy: never changes the verdict
         return None
@@ -189,13 +191,13 @@ def _own_sql(check: CheckPlan, scope: Scope, engine: sa.Engine) -> str | None:
 def _worded(check: CheckPlan, result: CheckResult) -> CheckResult:
     """The result with its sentence; should its kind's words fail, the plain measurement and threshold."""
     try:
-        result.message = wording.describe(check, result)
+        result.message = describe(check, result)
     except Exception:  # noqa: BLE001 - a courtesy: never changes the verdict
-        result.message = wording.unevaluated(result.error) if result.error else wording.generic(check, result)
+        result.message = unevaluated(result.error) if result.error else generic(check, result)
     return result
 
 
-def _measure(checks: list[CheckPlan], scope: Scope, session: Session) -> Measured:
+def _measure(checks: list[CheckPlan], checked: CheckedObject, session: Session) -> Measured:
     """The one scan: every measure of the table as a column of one SELECT, each shared measure once,
     and the distinct counts in a second one (kinds._keys_apart); a wide table's in as few as fit.
 
@@ -203,13 +205,13 @@ def _measure(checks: list[CheckPlan], scope: Scope, session: Session) -> Measure
     each of its measures runs alone, so the one at fault fails and the others still report; a
     timeout or a lost server fails them all at once (running them again would only repeat it)."""
     measured = Measured()
-    dialect = dialect_of(scope.dialect)
+    dialect = dialect_of(checked.dialect)
     statements: list[dict[str, Any]] = [{"rows": sa.func.count()}, {}]
     grouped: dict[str, dict[str, tuple[bool, Any]]] = {}  # key column -> measure key -> (primary key?, expression)
     seen = {"rows"}  # a measure two checks share is built once (a wide table has thousands)
     for check in checks:
         kind = KINDS[check.kind]
-        key, expression = kind.measure(check, scope)
+        key, expression = kind.measure(check, checked)
         measured.key_of[check.name] = key
         if key in seen:
             continue
@@ -220,30 +222,30 @@ def _measure(checks: list[CheckPlan], scope: Scope, session: Session) -> Measure
         else:
             statements[1 if apart else 0][key] = expression
     for column, keys in grouped.items():
-        if len(grouped) > KEY_GROUPS_MOST or not _run_key_groups(column, keys, scope, session, measured):
+        if len(grouped) > KEY_GROUPS_MOST or not _run_key_groups(column, keys, checked, session, measured):
             statements[1].update({key: expression for key, (_, expression) in keys.items()})  # distinct counts
     limits = (dialect.measures_per_statement, dialect.distinct_counts_per_statement)
     for measures, most in zip(statements, limits):
         keys = list(measures)
         for start in range(0, len(keys), most):
-            _run_measures({k: measures[k] for k in keys[start:start + most]}, scope, session, measured)
+            _run_measures({k: measures[k] for k in keys[start:start + most]}, checked, session, measured)
     rows = measured.values.get("rows")
     measured.row_count = int(rows) if rows is not None else None
     return measured
 
 
-def _run_key_groups(column: str, keys: dict[str, tuple[bool, Any]], scope: Scope, session: Session,
+def _run_key_groups(column: str, keys: dict[str, tuple[bool, Any]], checked: CheckedObject, session: Session,
                     measured: Measured) -> bool:
     """One GROUP BY of a key column: its repeated rows, its NULL rows and (unless the column is
     classified) its 5 smallest repeated keys. False if the statement failed for a reason of its own."""
     # the table with this one column: SQLAlchemy's cache key walks every column of a FROM, which on
     # a table of 1,000 key columns cost more than the statements themselves
-    col = scope.own_table([column]).c[column]
+    col = checked.own_table([column]).c[column]
     groups = sa.select(col.label("k"), sa.func.count().label("n")).group_by(col).subquery("g")
     present = groups.c.k.is_not(None)
     measures = [sa.func.coalesce(sa.func.sum(groups.c.n - 1).filter(present), 0).label("repeated"),
                 sa.func.coalesce(sa.func.sum(groups.c.n).filter(groups.c.k.is_(None)), 0).label("nulls")]
-    described = scope.obj.column(column)
+    described = checked.obj.column(column)
     if not (described is not None and described.classified):  # never a classified value, not even held
         measures.append(sa.func.min(groups.c.k, SAMPLE_LIMIT).filter(sa.and_(present, groups.c.n > 1))
                         .label("repeated_keys"))
@@ -264,9 +266,9 @@ def _run_key_groups(column: str, keys: dict[str, tuple[bool, Any]], scope: Scope
     return True
 
 
-def _run_measures(measures: dict[str, Any], scope: Scope, session: Session, measured: Measured) -> None:
+def _run_measures(measures: dict[str, Any], checked: CheckedObject, session: Session, measured: Measured) -> None:
     labels = {key: f"m{i}" for i, key in enumerate(measures)}
-    statement = sa.select(*(measures[k].label(labels[k]) for k in measures)).select_from(scope.table)
+    statement = sa.select(*(measures[k].label(labels[k]) for k in measures)).select_from(checked.table)
     sql = render(statement, session.engine)
     measured.sql.update(dict.fromkeys(measures, sql))
     try:
@@ -285,7 +287,7 @@ def _run_measures(measures: dict[str, Any], scope: Scope, session: Session, meas
         if measured.errors.get("rows") is not None:
             measured.errors[key] = measured.errors["rows"]
             continue
-        alone = sa.select(expression.label("m"), sa.func.count().label("n")).select_from(scope.table)
+        alone = sa.select(expression.label("m"), sa.func.count().label("n")).select_from(checked.table)
         try:
             measured.values[key] = session.run(lambda connection: connection.execute(alone).one().m)
         except Exception as exc:  # noqa: PERF203 - each measure on its own, by design

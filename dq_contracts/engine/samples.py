@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from dq_contracts.engine.check_kinds import KINDS
 from dq_contracts.engine.results import CheckResult, _jsonable
 
-from dq_contracts.engine.scope import Scope
+from dq_contracts.engine.checked_object import CheckedObject
 from dq_contracts.engine.sessions import Session
 from dq_contracts.odcs.plans import CheckPlan
 from dq_contracts.engine.results import Measured, counted
@@ -30,7 +30,7 @@ SAMPLE_SCAN = 100
 
 
 
-def _add_samples(failing: list[tuple[CheckPlan, CheckResult]], scope: Scope, session: Session,
+def _add_samples(failing: list[tuple[CheckPlan, CheckResult]], checked: CheckedObject, session: Session,
                  error_text: Any, measured: Measured | None = None) -> None:
     """Only after a failure: a few offending values, never of a classified column, for every failing
     clause of the table in at most two statements: one scan that reads all the offending rows of the
@@ -45,7 +45,7 @@ def _add_samples(failing: list[tuple[CheckPlan, CheckResult]], scope: Scope, ses
             columns = kind.sample_columns(check)
             if not columns or (kind.samples is None and kind.violation is None):
                 continue
-            if any((scope.obj.column(c) is not None and scope.obj.column(c).classified) for c in columns):
+            if any((checked.obj.column(c) is not None and checked.obj.column(c).classified) for c in columns):
                 result.details["samples_withheld"] = "the column is classified; sample values are never fetched"
                 continue
             count = counted(result)
@@ -55,19 +55,19 @@ def _add_samples(failing: list[tuple[CheckPlan, CheckResult]], scope: Scope, ses
             elif kind.violation is not None and count is not None and count <= RARE_ROWS:
                 rare.append((check, result))
             elif kind.violation is not None:
-                column = scope.table.c[check.params["column"]]
-                bounded.append((check, result, sa.select(column).where(kind.violation(check, scope))
+                column = checked.table.c[check.params["column"]]
+                bounded.append((check, result, sa.select(column).where(kind.violation(check, checked))
                                 .limit(SAMPLE_SCAN)))
             else:
-                statement = kind.samples(check, scope, SAMPLE_LIMIT)
+                statement = kind.samples(check, checked, SAMPLE_LIMIT)
                 if statement is not None:
                     bounded.append((check, result, statement))
         except Exception as exc:  # noqa: BLE001
             result.details["samples_error"] = error_text(check, exc)
     if rare:
-        _rare_samples(rare, scope, session, error_text)
+        _rare_samples(rare, checked, session, error_text)
     if bounded:
-        _bounded_samples(bounded, scope, session, error_text)
+        _bounded_samples(bounded, checked, session, error_text)
 
 
 
@@ -79,15 +79,15 @@ def _keep(values: Iterable[Any]) -> list[Any]:
 
 
 
-def _rare_samples(rare: list[tuple[CheckPlan, CheckResult]], scope: Scope, session: Session,
+def _rare_samples(rare: list[tuple[CheckPlan, CheckResult]], checked: CheckedObject, session: Session,
                   error_text: Any) -> None:
     """`SELECT <violation flag, value> per clause FROM t WHERE <any violation>`: one scan, and no more
     rows than the clauses' offending rows (each at most RARE_ROWS)."""
-    violations = [KINDS[c.kind].violation(c, scope) for c, _ in rare]
+    violations = [KINDS[c.kind].violation(c, checked) for c, _ in rare]
     columns = []
     for i, ((check, _), violation) in enumerate(zip(rare, violations)):
         columns += [sa.case((violation, True), else_=False).label(f"f{i}"),
-                    scope.table.c[check.params["column"]].label(f"v{i}")]
+                    checked.table.c[check.params["column"]].label(f"v{i}")]
     statement = sa.select(*columns).where(sa.or_(*violations))
     try:
         rows = session.run(lambda connection: connection.execute(statement).fetchall())
@@ -96,7 +96,7 @@ def _rare_samples(rare: list[tuple[CheckPlan, CheckResult]], scope: Scope, sessi
             for check, result in rare:
                 result.details["samples_error"] = error_text(check, exc)
             return
-        _bounded_samples([(c, r, KINDS[c.kind].samples(c, scope, SAMPLE_LIMIT)) for c, r in rare], scope,
+        _bounded_samples([(c, r, KINDS[c.kind].samples(c, checked, SAMPLE_LIMIT)) for c, r in rare], checked,
                          session, error_text, together=False)
         return
     for i, (_, result) in enumerate(rare):
@@ -104,7 +104,7 @@ def _rare_samples(rare: list[tuple[CheckPlan, CheckResult]], scope: Scope, sessi
 
 
 
-def _bounded_samples(bounded: list[tuple[CheckPlan, CheckResult, sa.Select]], scope: Scope, session: Session,
+def _bounded_samples(bounded: list[tuple[CheckPlan, CheckResult, sa.Select]], checked: CheckedObject, session: Session,
                      error_text: Any, *, together: bool = True) -> None:
     """One row: per clause, its sample query as an array subquery; a query of several columns (a
     compound key) runs on its own. If the row fails, each clause alone."""

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 import sqlalchemy as sa
 
 from dq_contracts.engine.dialects import READERS, TYPE_SPELLINGS, MissingTable, dialect_of
-from dq_contracts.engine.scope import Scope
+from dq_contracts.engine.checked_object import CheckedObject
 from dq_contracts.odcs.servers import server_type_of_dialect
 
 # ODCS logicalType → the SQLAlchemy type families a column of that logical type may have
@@ -73,16 +73,16 @@ def _folds_to(dialect: str, declared: str, real: str) -> bool:
 DESCRIBE_FILES = {fmt: sa.text(f"DESCRIBE SELECT * FROM {reader}(:path)") for fmt, reader in READERS.items()}
 
 
-def read_files(scope: Scope, connection: sa.Connection) -> dict[str, dict[str, Any]]:
+def read_files(checked: CheckedObject, connection: sa.Connection) -> dict[str, dict[str, Any]]:
     """The columns DuckDB's reader finds in the object's files, typed as the DuckDB dialect types them."""
-    path = scope.files.path_of(scope.obj.physical_name)
+    path = checked.files.path_of(checked.obj.physical_name)
     try:
-        rows = connection.execute(DESCRIBE_FILES[scope.files.format], {"path": path}).fetchall()
+        rows = connection.execute(DESCRIBE_FILES[checked.files.format], {"path": path}).fetchall()
     except sa.exc.DBAPIError as exc:
         # the reader's message may quote a line of the file: not where a column is classified
         said = (f"{type(exc.orig).__name__} (its message is withheld: the table has a classified column)"
-                if scope.obj.has_classified else str(exc.orig).splitlines()[0])
-        raise MissingTable(f"the files {path} cannot be read as {scope.files.format}: {said}") from exc
+                if checked.obj.has_classified else str(exc.orig).splitlines()[0])
+        raise MissingTable(f"the files {path} cannot be read as {checked.files.format}: {said}") from exc
     types = connection.dialect.ischema_names
     found = {}
     for name, type_text, *_ in rows:
@@ -92,20 +92,20 @@ def read_files(scope: Scope, connection: sa.Connection) -> dict[str, dict[str, A
     return found
 
 
-def read_catalog(scope: Scope, connection: sa.Connection) -> dict[str, dict[str, Any]]:
+def read_catalog(checked: CheckedObject, connection: sa.Connection) -> dict[str, dict[str, Any]]:
     from dq_contracts.engine.sql import qualified_parts
 
-    if scope.files is not None:
-        return read_files(scope, connection)
-    *prefix, name = qualified_parts(scope.obj.physical_name, scope.schema)
-    columns = dialect_of(scope.dialect).catalog_columns(connection, prefix, name)
+    if checked.files is not None:
+        return read_files(checked, connection)
+    *prefix, name = qualified_parts(checked.obj.physical_name, checked.schema)
+    columns = dialect_of(checked.dialect).catalog_columns(connection, prefix, name)
     if not columns:
         raise MissingTable(f"table {'.'.join([*prefix, name])} does not exist (or has no columns)")
     return {str(c["name"]).lower(): c for c in columns}
 
 
-def differences(check: Any, scope: Scope, connection: sa.Connection) -> dict[str, Any]:
-    actual = read_catalog(scope, connection)
+def differences(check: Any, checked: CheckedObject, connection: sa.Connection) -> dict[str, Any]:
+    actual = read_catalog(checked, connection)
     missing: list[str] = []
     mismatched: list[str] = []
     logical: list[str] = []

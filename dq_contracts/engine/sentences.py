@@ -1,5 +1,5 @@
 """One sentence per check result, for people: counts with their units, ages as durations, the
-contract's threshold in words.
+contract's threshold in words. Each kind's row (`check_kinds.KINDS`) names its words, made of these.
 
 Pure and Dagster-free. A sentence is built only from counts, ages, the threshold and the contract's
 own text (bounds, patterns, names), never from a value of the data: samples are left out whatever
@@ -12,32 +12,21 @@ import math
 import re
 from typing import Any, Callable
 
-from dq_contracts.odcs.plans import CheckPlan, Condition, Params
-from dq_contracts.engine.results import unevaluated
-
+from dq_contracts.odcs.params import Params
+from dq_contracts.odcs.plans import CheckPlan, Condition
 from dq_contracts.engine.results import CheckResult
 
 Words = Callable[[CheckPlan, "CheckResult"], str]
 
 
-def describe(check: CheckPlan, result: CheckResult) -> str:
-    """The result in one sentence: what was found, in words and units, and what the contract wants."""
-    if check.params.get("refusal"):
-        return f"not run: {check.params['refusal']}"
-    if result.error:
-        return unevaluated(result.error)
-    words = WORDS.get(check.kind)
-    return words(check, result) if words is not None else generic(check, result)
-
-
 def generic(check: CheckPlan, result: CheckResult) -> str:
     """A kind without words of its own: the measurement and the threshold."""
-    return f"measured {_number(result.observed)}; the contract wants {check.threshold_text() or 'nothing'}"
+    return f"measured {number(result.observed)}; the contract wants {check.threshold_text() or 'nothing'}"
 
 
 # --- numbers, rows and durations ------------------------------------------------------------------
 
-def _number(value: Any) -> str:
+def number(value: Any) -> str:
     if isinstance(value, bool) or value is None:
         return str(value)
     if isinstance(value, int):
@@ -92,7 +81,7 @@ def wants(check: CheckPlan, show: Callable[[Any], str] | None = None) -> str:
     """The threshold in words: `more than 0` (rows), `less than 5 %`, `at most 2 d`."""
     counted = show is None and check.unit != "percent"
     if show is None:
-        show = (lambda v: f"{_number(v)} %") if check.unit == "percent" else _number  # noqa: E731
+        show = (lambda v: f"{number(v)} %") if check.unit == "percent" else number  # noqa: E731
     return " and ".join(_wanted(c, show, counted) for c in check.conditions) or "nothing (no operator)"
 
 
@@ -121,7 +110,7 @@ def _judged(check: CheckPlan, sentence: str) -> str:
 Phrase = Callable[[Params], str]
 
 
-def _offending(what: Phrase, nothing: Phrase | None = None) -> Words:
+def offending(what: Phrase, nothing: Phrase | None = None) -> Words:
     """`1 row of 120 below 0 (0.8 %)`; with none, `no value below 0 in 120 rows` (or `nothing`).
     Both phrases are made of the check's parameters: the contract's own text."""
 
@@ -139,27 +128,27 @@ def _offending(what: Phrase, nothing: Phrase | None = None) -> Words:
     return words
 
 
-def _beyond(p: Params) -> str:
+def beyond(p: Params) -> str:
     """The side of a bound an offending value lies on: `below 0`, `at or above 100`."""
     side = {(True, False): "below", (True, True): "at or below", (False, False): "above",
             (False, True): "at or above"}[(bool(p["lower"]), bool(p["strict"]))]
-    return f"{side} {_number(p['bound']) if isinstance(p['bound'], (int, float)) else p['bound']}"
+    return f"{side} {number(p['bound']) if isinstance(p['bound'], (int, float)) else p['bound']}"
 
 
-def _valid(p: Params) -> str:
-    rules = ([f"one of {_listed(p['valid_values'])}"] if p.get("valid_values") is not None else []) + (
+def valid(p: Params) -> str:
+    rules = ([f"one of {listed(p['valid_values'])}"] if p.get("valid_values") is not None else []) + (
         [f"matching {p['pattern']}"] if p.get("pattern") is not None else [])
     return " or ".join(rules)
 
 
-def _listed(values: list[Any], most: int = 4) -> str:
+def listed(values: list[Any], most: int = 4) -> str:
     """The contract's own values, a few of them: `'a', 'b', NULL and 3 more`."""
     shown = ["NULL" if v is None else repr(v) for v in values[:most]]
     more = len(values) - most
     return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
 
 
-def _target(p: Params) -> str:
+def target(p: Params) -> str:
     """What a relationship points at: `orders.order_id`, `orders(id, line)`."""
     obj, columns = p.get("target_object") or "?", list(p.get("target_columns") or [])
     return f"{obj}.{columns[0]}" if len(columns) == 1 else f"{obj}({', '.join(columns)})"
@@ -167,7 +156,7 @@ def _target(p: Params) -> str:
 
 # --- kinds with words of their own ----------------------------------------------------------------
 
-def _nulls(check: CheckPlan, result: CheckResult) -> str:
+def nulls(check: CheckPlan, result: CheckResult) -> str:
     """`no NULL in 120 rows`, `3 NULLs in 120 rows (2.5 %)`."""
     count, total = _counted(check, result), result.row_count
     within = f" in {rows(total)}" if total is not None else ""
@@ -178,7 +167,7 @@ def _nulls(check: CheckPlan, result: CheckResult) -> str:
     return _judged(check, f"{rows(count, 'NULL')}{within}{_share(count, total)}")
 
 
-def _keys(one: str, many: str, nothing: str) -> Words:
+def keys(one: str, many: str, nothing: str) -> Words:
     """`3 duplicate values of customer_id in 500 rows (0.6 %)`; `nothing` when there are none."""
 
     def words(check: CheckPlan, result: CheckResult) -> str:
@@ -194,7 +183,7 @@ def _keys(one: str, many: str, nothing: str) -> Words:
     return words
 
 
-def _freshness(check: CheckPlan, result: CheckResult) -> str:
+def freshness(check: CheckPlan, result: CheckResult) -> str:
     allowed = wants(check, show=lambda v: duration(float(v))).removeprefix("at most ")
     if "observed_withheld" in result.details:  # a classified column: its age would give its newest value away
         verdict = "within" if result.passed else "beyond"
@@ -205,22 +194,22 @@ def _freshness(check: CheckPlan, result: CheckResult) -> str:
     return f"newest row {duration(float(result.observed))} old; the contract allows {allowed}"
 
 
-def _row_count(check: CheckPlan, result: CheckResult) -> str:
+def row_count(check: CheckPlan, result: CheckResult) -> str:
     counted = "not measured" if result.observed is None else rows(int(result.observed))
     return f"{counted}; the contract wants {wants(check)}"
 
 
-def _sql_rule(check: CheckPlan, result: CheckResult) -> str:
+def sql_rule(check: CheckPlan, result: CheckResult) -> str:
     threshold = check.threshold_text()
     if result.observed is None:
         return f"SQL rule result not measured; the contract wants {threshold}"
-    return f"SQL rule returned {_number(result.observed)}; the contract wants {threshold}"
+    return f"SQL rule returned {number(result.observed)}; the contract wants {threshold}"
 
 
 _SCHEMA_PARTS = (("missing", "missing {}"), ("type_mismatches", "{}"), ("logical_type_mismatches", "{}"))
 
 
-def _schema(check: CheckPlan, result: CheckResult) -> str:
+def schema(check: CheckPlan, result: CheckResult) -> str:
     details = result.details
     declared = len(check.params.get("columns") or [])
     broken = [form.format(item) for key, form in _SCHEMA_PARTS for item in details.get(key) or []]
@@ -230,32 +219,6 @@ def _schema(check: CheckPlan, result: CheckResult) -> str:
         return f"all {rows(declared, 'declared column')} present, of the declared types{extra}"
     differ = "column differs" if len(broken) == 1 else "columns differ"
     return f"{len(broken)} {differ} from the contract: {'; '.join(broken)}{extra}"
-
-
-WORDS: dict[str, Words] = {
-    "schema": _schema,
-    "not_null": _nulls,
-    "null_values": _nulls,
-    "unique": _keys("duplicate value", "duplicate values", "no duplicate value of {key}"),
-    "duplicate_values": _keys("duplicate value", "duplicate values", "no duplicate value of {key}"),
-    "primary_key": _keys("duplicate or NULL key", "duplicate or NULL keys", "every {key} present and unique"),
-    "range": _offending(_beyond),
-    "length": _offending(lambda p: f"{'shorter' if p['lower'] else 'longer'} than {p['bound']} characters"),
-    "pattern": _offending(lambda p: f"not a valid {p['format']}" if p.get("format") else f"not matching {p['pattern']}",
-                          lambda p: f"every value a valid {p['format']}" if p.get("format")
-                          else f"every value matching {p['pattern']}"),
-    "accepted_values": _offending(lambda p: f"outside the accepted values ({_listed(p['values'])})"),
-    "missing_values": _offending(lambda p: f"counted as missing ({_listed(p['values'])})"),
-    "invalid_values": _offending(lambda p: f"invalid (valid: {_valid(p)})",
-                                 lambda p: f"no invalid value (valid: {_valid(p)})"),
-    "multiple_of": _offending(lambda p: f"not a multiple of {_number(p['divisor'])}",
-                              lambda p: f"every value a multiple of {_number(p['divisor'])}"),
-    "row_count": _row_count,
-    "freshness": _freshness,
-    "relationship": _offending(lambda p: f"pointing at no {_target(p)}",
-                               lambda p: f"no row pointing at a missing {_target(p)}"),
-    "sql": _sql_rule,
-}
 
 
 def code_block(text: str, language: str = "sql") -> str:

@@ -1,6 +1,6 @@
 """Partitions in ODCS words, with no Dagster: which column partitions an object, how its table is cut
-for Dagster (an object-level `customProperties` entry), what one partition key selects, and which
-check kinds look at one partition rather than at the whole table.
+for Dagster (an object-level `customProperties` entry) and what one partition key selects. Which
+check kinds read one partition rather than the whole table is each kind's reach (check_kinds.py).
 
 The declaration, on a schema object:
 
@@ -32,41 +32,6 @@ TIME_WINDOWS: dict[str, tuple[str, str]] = {
 }
 STATIC = "static"
 TYPES = (*TIME_WINDOWS, STATIC)
-
-# Which checks look at one partition. "partition": the clause is judged on the partition's rows
-# alone; "table": the clause is about the whole table and runs unpartitioned, with the reason;
-# "placeholder": a SQL rule is per partition only if its query says where with `{partition}`.
-PER_PARTITION, TABLE_WIDE, PLACEHOLDER = "partition", "table", "placeholder"
-PARTITION_SCOPE: dict[str, tuple[str, str]] = {
-    "not_null": (PER_PARTITION, "the partition's rows"),
-    "null_values": (PER_PARTITION, "the partition's rows; a percent is of the partition's rows"),
-    "range": (PER_PARTITION, "the partition's rows"),
-    "length": (PER_PARTITION, "the partition's rows"),
-    "pattern": (PER_PARTITION, "the partition's rows"),
-    "accepted_values": (PER_PARTITION, "the partition's rows"),
-    "missing_values": (PER_PARTITION, "the partition's rows; a percent is of the partition's rows"),
-    "invalid_values": (PER_PARTITION, "the partition's rows; a percent is of the partition's rows"),
-    "multiple_of": (PER_PARTITION, "the partition's rows"),
-    "unique": (PER_PARTITION, "no duplicate within the partition (one across partitions is not seen)"),
-    "primary_key": (PER_PARTITION, "no NULL and no duplicate within the partition"),
-    "duplicate_values": (PER_PARTITION, "duplicates within the partition"),
-    "row_count": (PER_PARTITION, "the bounds apply to each partition's rows"),
-    "relationship": (PER_PARTITION, "the partition's rows point into the whole target table"),
-    "schema": (TABLE_WIDE, "the catalog has one set of columns for the whole table"),
-    "freshness": (TABLE_WIDE, "the newest value of the whole table: an old partition would always be stale"),
-    "sql": (PLACEHOLDER, "per partition where the query says `{partition}`, else the whole table"),
-}
-
-
-def scope_of(kind: str, query: Any = None) -> tuple[str, str]:
-    """(PER_PARTITION or TABLE_WIDE, why) for a check of `kind` on a partitioned object."""
-    scope, why = PARTITION_SCOPE.get(kind, (TABLE_WIDE, "a kind with no partition scope runs on the whole table"))
-    if scope == PLACEHOLDER:
-        if "{partition}" in str(query or ""):
-            return PER_PARTITION, "the query's `{partition}` is the partition's filter"
-        return TABLE_WIDE, "the query has no `{partition}` placeholder, so it reads the whole table"
-    return scope, why
-
 
 @dataclass(frozen=True)
 class PartitionPlan:

@@ -8,7 +8,9 @@ from collections.abc import Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any, Callable
 
-from dq_contracts.odcs.partitions import PartitionPlan, scope_of
+from dq_contracts.odcs.check_kinds import CHECK_KINDS, reach_of
+from dq_contracts.odcs.params import Params
+from dq_contracts.odcs.partitions import PartitionPlan
 
 ERROR = "ERROR"
 WARN = "WARN"
@@ -63,113 +65,9 @@ _SYMBOLS = {
 }
 
 
-# --- typed parameters: what each check kind needs, declared once --------------------------------
-
-@dataclass(frozen=True)
-class Params(Mapping):
-    """A check's parameters, typed per kind and read like a mapping (`params["column"]`); a key the
-    kind does not declare is an error where the plan is built, not a crash where it runs."""
-
-    column: str | None = None
-    refusal: str | None = None  # set when the clause cannot run as written: the check fails with it
-
-    def __getitem__(self, key: str) -> Any:
-        if key not in self._names():
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def __iter__(self):
-        return iter(self._names())
-
-    def __len__(self) -> int:
-        return len(self._names())
-
-    @classmethod
-    def _names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(cls))
-
-
-@dataclass(frozen=True)
-class KeyParams(Params):  # unique, primary_key, duplicate_values
-    columns: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class RangeParams(Params):
-    bound: Any = None
-    lower: bool = True
-    strict: bool = False
-    logical_type: str | None = None
-
-
-@dataclass(frozen=True)
-class LengthParams(Params):
-    bound: int = 0
-    lower: bool = True
-
-
-@dataclass(frozen=True)
-class PatternParams(Params):
-    pattern: str = ""
-    format: str | None = None
-
-
-@dataclass(frozen=True)
-class ValuesParams(Params):  # accepted_values, missing_values
-    values: list[Any] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class InvalidParams(Params):
-    valid_values: list[Any] | None = None
-    pattern: str | None = None
-
-
-@dataclass(frozen=True)
-class MultipleParams(Params):
-    divisor: float = 1
-
-
-@dataclass(frozen=True)
-class FreshnessParams(Params):
-    max_age_seconds: float = 0
-    logical_type: str | None = None
-
-
-@dataclass(frozen=True)
-class RelationshipParams(Params):
-    columns: list[str] = field(default_factory=list)
-    target_object: str = ""
-    target_table: str = ""
-    target_columns: list[str] = field(default_factory=list)
-    target_contract: str | None = None  # the target's contract id when it is another contract of the folder
-    target_classified: bool = False  # the target object holds a classified column
-
-
-@dataclass(frozen=True)
-class SqlParams(Params):
-    query: str = ""
-    # what the rule may read: the contract's objects on its server, {physical table: {column: classified}}
-    tables: dict[str, dict[str, bool]] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class SchemaParams(Params):
-    columns: list[dict[str, Any]] = field(default_factory=list)  # name, physical_type, logical_type, required
-
-
-PARAMS: dict[str, type[Params]] = {
-    "schema": SchemaParams, "not_null": Params, "null_values": Params, "row_count": Params,
-    "unique": KeyParams, "primary_key": KeyParams, "duplicate_values": KeyParams,
-    "range": RangeParams, "length": LengthParams, "pattern": PatternParams, "multiple_of": MultipleParams,
-    "accepted_values": ValuesParams, "missing_values": ValuesParams, "invalid_values": InvalidParams,
-    "freshness": FreshnessParams, "relationship": RelationshipParams, "sql": SqlParams,
-}
-
-
 def params_for(kind: str, given: Mapping[str, Any]) -> Params:
-    """The typed parameters of a kind; an undeclared key raises TypeError (a compiler bug)."""
-    return PARAMS.get(kind, Params)(**given)
+    """The typed parameters of a kind (its row's class); an undeclared key raises TypeError (a compiler bug)."""
+    return CHECK_KINDS[kind].params(**given)
 
 
 @dataclass(frozen=True)
@@ -186,14 +84,14 @@ class CheckPlan:
     conditions: tuple[Condition, ...] = ()
     unit: str = "rows"  # rows or percent (of all rows)
     dimension: str | None = None
-    params: Params = field(default_factory=Params)  # what the engine needs for this kind (a dict is typed here)
+    params: Params = field(default_factory=Params)  # what the engine needs for this kind (a dict is typed here, by its row)
     clauses: tuple[str, ...] = ()  # every clause pointer this check enforces (starts with `clause`)
     rule_name: str | None = None
     line: int | None = None  # the clause's line in its file
     where: str = ""  # the clause's dotted path (schema.orders.properties.order_total.…), as people read it
 
     def __post_init__(self) -> None:
-        if not isinstance(self.params, PARAMS.get(self.kind, Params)):
+        if not isinstance(self.params, CHECK_KINDS[self.kind].params):
             object.__setattr__(self, "params", params_for(self.kind, self.params or {}))
 
     @property
@@ -277,11 +175,11 @@ class ObjectPlan:
     partitioning: PartitionPlan | None = None  # how its table is partitioned for Dagster (customProperties)
     partition_columns: tuple[str, ...] = ()  # ODCS `partitioned: true` columns, by partitionKeyPosition
 
-    def partition_scope(self, check: CheckPlan) -> tuple[str, str] | None:
-        """("partition" or "table", why) for a check of a partitioned object; None when unpartitioned."""
+    def partition_reach(self, check: CheckPlan) -> tuple[str, str] | None:
+        """What a check of a partitioned object reads, ("partition" or "table", why); None when unpartitioned."""
         if self.partitioning is None:
             return None
-        return scope_of(check.kind, check.params.get("query"))
+        return reach_of(check.kind, check.params.get("query"))
 
     def column(self, name: str) -> ColumnPlan | None:
         """The property of a physical column (checks name physical columns): an exact physicalName
@@ -349,7 +247,8 @@ class ContractPlan:
                     "dimension": c.dimension,
                     "description": c.description,
                     "will_fail": c.params.get("refusal"),
-                    **({"partition_scope": o.partition_scope(c)[0], "partition_scope_reason": o.partition_scope(c)[1]}
+                    # the JSON keys keep their published names (README, `plan --json`)
+                    **({"partition_scope": o.partition_reach(c)[0], "partition_scope_reason": o.partition_reach(c)[1]}
                        if o.partitioning is not None else {}),
                 }
                 for o in self.objects
@@ -419,5 +318,5 @@ class _Factory:
 _FACTORY = _Factory()
 _INIT_NAMES = {"self", "_instance_dict_", "_FACTORY"}  # the names the __init__ uses besides the fields'
 
-for _made_often in dict.fromkeys((CheckPlan, ColumnPlan, Params, *PARAMS.values())):
+for _made_often in dict.fromkeys((CheckPlan, ColumnPlan, Params, *(k.params for k in CHECK_KINDS.values()))):
     _store_directly(_made_often)

@@ -1,5 +1,6 @@
 """The clause table: one row per kind of ODCS clause, each a small function of the clause context
-returning a `CheckPlan` or a `NotEnforced`. The functions live by clause family beside this file."""
+returning a `CheckPlan` or a `NotEnforced`. The functions live by clause family beside this file.
+Each check kind's row (odcs/check_kinds.py) names the clauses that compile to it."""
 
 from __future__ import annotations
 

@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from dq_contracts.odcs.check_kinds import CHECK_KINDS
 from dq_contracts.odcs.clauses.vocabulary import REASONS, severity_of
 from dq_contracts.odcs.names import dagster_name
 from dq_contracts.odcs.plans import CheckPlan, Condition, ERROR, NotEnforced
@@ -60,7 +61,7 @@ class Clause:
             description=description,
             conditions=conditions,
             unit=unit,
-            dimension=rule.get("dimension"),
+            dimension=rule.get("dimension", CHECK_KINDS[kind].dimension),  # else the kind's own
             params={"column": self.column, **(params or {})},
             rule_name=str(explicit) if explicit else None,
             line=self._place[1],

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 
 from dq_contracts.odcs.clauses.context import Clause, Outcome
 from dq_contracts.odcs.clauses.vocabulary import AMBIGUOUS_UNITS, NOT_TEMPORAL, SLA_REASONS, TIME_UNITS
@@ -50,12 +49,10 @@ def _latency(c: Clause) -> Outcome:
                      params={"max_age_seconds": seconds, "logical_type": c.prop.get("logicalType")})
     declared = _not_temporal(c.prop)
     if declared:
-        plan = c.fails("freshness", "freshness", description, f"the SLA element {c.column} is declared {declared}: "
+        return c.fails("freshness", "freshness", description, f"the SLA element {c.column} is declared {declared}: "
                        "freshness needs a date or timestamp column; this check will fail", [*c.parts, "element"],
                        "warning", **arguments)
-    else:
-        plan = c.check("freshness", "freshness", description, **arguments)
-    return replace(plan, dimension="timeliness")
+    return c.check("freshness", "freshness", description, **arguments)  # its dimension: timeliness (its row)
 
 
 

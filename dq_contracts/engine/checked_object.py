@@ -13,8 +13,9 @@ from dq_contracts.odcs.plans import ObjectPlan
 
 
 @dataclass(frozen=True)
-class Scope:
-    """The object being checked, as every kind's functions see it."""
+class CheckedObject:
+    """The object being checked, as every kind's functions see it: its plan, its table as this run
+    reads it (the whole table, or one partition's rows), the dialect and the run's moment."""
 
     obj: ObjectPlan
     table: sa.TableClause  # the object's table, with every column the selected checks name
