@@ -22,6 +22,7 @@ import dagster as dg
 
 from dq_contracts.odcs.servers import is_file_server
 from dq_contracts.odcs.partitions import PER_PARTITION, PartitionPlan, scope_of
+from dq_contracts.odcs.paths import clause_location
 from dq_contracts.odcs.plans import CheckPlan, ContractPlan, FreshnessPlan, ObjectPlan
 
 TAG_MAX = 63
@@ -274,8 +275,7 @@ def partitions_def_of(partitioning: PartitionPlan | None) -> dg.PartitionsDefini
 
 def clause_text(plan: ContractPlan, check: CheckPlan) -> str:
     """Where a person finds the clause: `contracts/orders.odcs.yaml:42 schema.orders.properties…`."""
-    line, where = getattr(check, "line", None), getattr(check, "where", "") or check.clause
-    return f"{plan.file}:{line} {where}" if line else f"{plan.file} {where}"
+    return clause_location(plan.file, check.line, check.where or check.clause)
 
 
 def code_references(plan: ContractPlan, line: int | None, label: str) -> dg.CodeReferencesMetadataValue:

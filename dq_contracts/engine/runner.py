@@ -20,7 +20,7 @@ from dq_contracts.engine.scope import Scope
 from dq_contracts.odcs.partitions import PER_PARTITION, Partition, scope_of
 from dq_contracts.odcs.plans import CheckPlan, ContractPlan, ObjectPlan
 from dq_contracts.engine.sql import render, table_for
-from dq_contracts.engine.results import CheckResult, error_of, touches_classified
+from dq_contracts.engine.results import CheckResult, error_of, result_of, touches_classified
 from dq_contracts.engine.samples import SAMPLE_LIMIT, _add_samples
 from dq_contracts.engine.sessions import DEFAULT_TIMEOUT_SECONDS, Session
 from dq_contracts.engine.results import Measured
@@ -96,9 +96,7 @@ def _run_checks(contract: ContractPlan, obj: ObjectPlan, engine: sa.Engine, chec
     results: dict[str, CheckResult] = {}
 
     def result(check: CheckPlan, **kwargs: Any) -> CheckResult:
-        return CheckResult(contract.id, contract.version, obj.asset_key, obj.name, check.name, check.clause,
-                           check.kind, check.severity, threshold=check.threshold_text(), unit=check.unit,
-                           **kwargs)
+        return result_of(contract, obj, check, **kwargs)
 
     def error_text(check: CheckPlan, exc: BaseException) -> str:
         return error_of(exc, check.where or check.clause, touches_classified(contract, obj, check), secrets)
