@@ -129,7 +129,7 @@ class DqContractsTranslator:
                 "dq_contracts/pointer": check.clause,
                 "dq_contracts/kind": check.kind,
                 "dq_contracts/dimension": check.dimension,
-                "dq_contracts/severity": check.severity,
+                "dq_contracts/severity": str(check.severity),  # Dagster stores no Enum, not even a StrEnum
                 "dq_contracts/threshold": check.threshold_text(),
                 "dagster/code_references": code_references(plan, getattr(check, "line", None), check.name),
             }.items() if v is not None},
@@ -196,7 +196,7 @@ class DqContractsTranslator:
         # this object's entries, and the contract-wide ones (SLA, servers…) shown on every asset
         not_enforced = [n for n in plan.not_enforced if n.object in (None, obj.name)]
         metadata["dq_contracts/not_enforced"] = dg.MetadataValue.table(
-            records=[dg.TableRecord({"clause": n.clause, "code": n.code, "reason": n.reason})
+            records=[dg.TableRecord({"clause": n.clause, "code": str(n.code), "reason": n.reason})
                      for n in not_enforced],
             schema=dg.TableSchema(columns=[dg.TableColumn("clause", "string"), dg.TableColumn("code", "string"),
                                            dg.TableColumn("reason", "string")]),
