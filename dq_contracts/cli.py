@@ -9,7 +9,7 @@ from typing import Sequence
 
 from dq_contracts.odcs.names import schedule_name
 from dq_contracts.odcs.load import LoadResult, load_contracts
-from dq_contracts.odcs.plans import ContractPlan
+from dq_contracts.odcs.plans import ContractPlan, Severity
 
 
 def _print_problems(result: LoadResult, stream) -> None:
@@ -86,16 +86,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 1 if result.errors else 0
 
 
-def _observed_text(result) -> str:
-    value = result.observed
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        value = f"{value:.6g}"
-    unit = "%" if result.unit == "percent" else (" s" if result.kind == "freshness" else "")
-    return f"{value}{unit}"
-
-
 def _statements(results: list) -> list[dict]:
     by_object: dict[tuple, list[str]] = {}
     for r in results:
@@ -107,9 +97,10 @@ def _statements(results: list) -> list[dict]:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from dq_contracts.engine.contracts import Warehouses, run_contract  # the engine only when checks run
-
-    from dq_contracts.engine.contracts import partition_of_key
+    # the engine only when checks run
+    from dq_contracts.engine.contracts import Warehouses, partition_of_key, run_contract
+    from dq_contracts.engine.results import Status
+    from dq_contracts.engine.sentences import said
     from dq_contracts.odcs.partitions import PartitionKeyError
 
     loaded = load_contracts(args.paths, server=args.server)
@@ -142,7 +133,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             if chosen[plan.file]:
                 results.extend(run_contract(plan, warehouses, server_name=args.server, objects=chosen[plan.file],
                                             timeout_seconds=args.timeout, partition=args.partition))
-    failing = [r for r in results if not r.passed and r.severity == "ERROR"]
+    failing = [r for r in results if not r.passed and r.severity == Severity.ERROR]
     if args.format == "json":
         payload = {
             "results": [{"contract": r.contract_id, "version": r.contract_version, **r.to_json()}
@@ -156,7 +147,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         # the result in words and units ("1 row of 120 below 0 (0.8 %)"), then samples where allowed
         rows = [("asset", "check", "severity", "status", "result", "samples")]
         for r in results:
-            message = r.message or r.error or f"observed {_observed_text(r)}, expected {r.threshold}"
+            message = said(r)
             if args.partition is not None:
                 message = f"[{'partition ' + r.partition if r.partition else 'whole table'}] {message}"
             rows.append(("/".join(r.asset_key), r.name, r.severity, r.status, message,
@@ -165,7 +156,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         for row in rows:
             print("  ".join(str(v).ljust(w) for v, w in zip(row, widths)) + "  " + "  ".join(
                 str(v) for v in row[4:] if v))
-        counts = {s: sum(r.status == s for r in results) for s in ("pass", "warn", "fail", "error")}
+        counts = {s: sum(r.status == s for r in results) for s in Status}
         print(f"{len(results)} check(s): " + ", ".join(f"{n} {s}" for s, n in counts.items()))
         _print_problems(loaded, sys.stdout)
     return 1 if failing or loaded.errors else 0

@@ -74,7 +74,7 @@ BEYOND_THE_SCHEMA = ("declares no such column", "which is not an object of this 
 
 
 def semantic_warnings_only(result) -> bool:
-    return all(p.severity == "warning" and p.scope == "clause" and any(w in p.message for w in BEYOND_THE_SCHEMA)
+    return all(p.severity == "warning" and p.reach == "clause" and any(w in p.message for w in BEYOND_THE_SCHEMA)
                for p in result.problems)
 
 

@@ -102,6 +102,28 @@ def test_one_check_spec_per_clause_with_its_metadata(defs):
     assert warn.blocking is False and warn.metadata["dq_contracts/dimension"] == "conformity"
 
 
+def test_a_result_says_what_its_check_spec_says_without_the_plan(defs):
+    """A result carries its clause's place and dimension from where the engine made it: the check
+    op's metadata is the spec's, with no look-up of the plan (a failed result, made with no warehouse)."""
+    from dq_contracts.dagster_defs.ops import check_result_of
+    from dq_contracts.engine.contracts import failed_results
+    from dq_contracts.odcs.load import load_contracts
+
+    plan = next(p for p in load_contracts([CONTRACTS]).usable_plans if p.file.endswith("orders.odcs.yaml"))
+    specs = check_specs(defs)
+    results = failed_results(plan, plan.object("orders"), "unreachable")
+    assert results
+    for result in results:
+        spec = specs[("orders", result.name)]
+        evaluation = check_result_of(result, spec)
+        for key in ("dq_contracts/clause", "dq_contracts/pointer", "dq_contracts/dimension", "dq_contracts/severity"):
+            ours, spec_says = evaluation.metadata.get(key), spec.metadata.get(key)  # the spec's are not wrapped
+            assert getattr(ours, "value", ours) == spec_says, (result.name, key)
+        assert type(evaluation.metadata["dq_contracts/severity"].value) is str  # Dagster stores no Enum
+        assert evaluation.description == result.message
+        assert result.message == "could not be evaluated: unreachable" or result.message.startswith("not run: ")
+
+
 def test_with_contract_jobs_jobs_and_schedules_run_exactly_the_declared_clauses():
     defs = build_contract_defs(CONTRACTS, contract_jobs=True)
     jobs = {j.name for j in defs.resolve_all_job_defs()}

@@ -122,7 +122,7 @@ def test_sql_rules_that_write_are_not_run(warehouse, tmp_path, query, reason):
                    [{"type": "sql", "name": "sneaky", "query": query, "mustBe": 0}])
     plan, loaded = plan_of(tmp_path, doc, expect_problems=True)
     # refused at compile time: an error for `validate` confined to its clause, a check that will fail
-    assert [p for p in loaded.errors if "SQL rule refused" in p.message and p.scope == "clause"]
+    assert [p for p in loaded.errors if "SQL rule refused" in p.message and p.reach == "clause"]
     assert loaded.usable_plans == [plan]
     with Warehouses(environ) as warehouses:
         results = {r.name: r for r in run_contract(plan, warehouses)}

@@ -293,7 +293,7 @@ def test_a_missing_column_reference_is_a_problem_and_its_check_fails(tmp_path, t
     path = tmp_path / "c.odcs.yaml"
     path.write_text(contract_text(extra="") + text)
     result = load_contracts([path])
-    assert [(p.severity, p.scope) for p in result.problems] == [("warning", "clause")]
+    assert [(p.severity, p.reach) for p in result.problems] == [("warning", "clause")]
     assert warning in result.problems[0].message
     checks = {c.name: c for c in result.usable_plans[0].objects[0].checks}
     assert warning in checks[check].params["refusal"]

@@ -344,3 +344,22 @@ def test_a_result_built_without_its_plan_still_says_what_went_wrong(tmp_path):
         results = run_contract(load_contracts([path]).plans[0], warehouses, now=NOW)
     assert results and all(not r.passed and r.error for r in results)
     assert all(r.message == f"could not be evaluated: {r.error}" for r in results)
+
+
+def test_the_closed_sets_are_their_strings_and_refuse_any_other():
+    """Severity, status, reason and a problem's severity and reach are StrEnums: compared and
+    written as the strings they always were, and a spelling outside the set is refused."""
+    from dq_contracts.engine.results import Status, status_of
+    from dq_contracts.odcs.clauses.vocabulary import Reason
+    from dq_contracts.odcs.plans import Severity
+    from dq_contracts.odcs.problems import Problem, Reach
+
+    assert json.dumps([Severity.ERROR, Status.FAIL, Reason.PROSE, Reach.CLAUSE]) == '["ERROR", "fail", "prose", "clause"]'
+    assert f"{Status.WARN:<5}|" == "warn |" and Severity.WARN == "WARN"
+    assert [status_of(False, s, e) for s, e in (("ERROR", False), ("WARN", False), ("WARN", True))] == [
+        Status.FAIL, Status.WARN, Status.ERROR]
+    assert Problem("f", "m", severity="warning", reach="clause").to_json()["scope"] == "clause"
+    for refused in (lambda: Problem("f", "m", severity="fatal"), lambda: Problem("f", "m", reach="file"),
+                    lambda: Reason("no_such_reason")):
+        with pytest.raises(ValueError):
+            refused()

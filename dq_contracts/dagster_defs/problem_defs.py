@@ -20,7 +20,9 @@ import dagster as dg
 from dq_contracts.odcs.names import dagster_name
 from dq_contracts.odcs.names import INVALID_ASSET_PREFIX, PROBLEMS_CHECKS
 from dq_contracts.odcs.load import RejectedContract
-from dq_contracts.odcs.problems import Problem
+from dq_contracts.engine.results import Status
+from dq_contracts.odcs.plans import Severity
+from dq_contracts.odcs.problems import Problem, errors_of
 from dq_contracts.dagster_defs.translator import ContractObjectData, DqContractsTranslator
 
 log = logging.getLogger("dq_contracts")
@@ -87,7 +89,7 @@ def problem_defs(rejected: Iterable[RejectedContract], translator: DqContractsTr
         if contract.plan is None or not contract.plan.objects:
             by_name.setdefault(invalid_key(contract.file, group), set()).add(contract.file)
     for contract in rejected:
-        errors = [p for p in contract.problems if p.severity == "error"]
+        errors = errors_of(contract.problems)
         for problem in errors:
             log.error(problem.render())
         keys = asset_keys_of(contract, translator, group)
@@ -113,7 +115,7 @@ def problem_defs(rejected: Iterable[RejectedContract], translator: DqContractsTr
             name, n = f"{CONTRACT_VALID}_{n}", n + 1
         specs.append(dg.AssetCheckSpec(name=name, asset=key, blocking=False, description=summary,
                                        metadata={"dq_contracts/kind": "contract_valid",
-                                                 "dq_contracts/severity": "ERROR", **metadata}))
+                                                 "dq_contracts/severity": str(Severity.ERROR), **metadata}))
         if key not in existing:
             assets.append(dg.AssetSpec(key=key, description=summary, kinds={"odcs"}, metadata=metadata))
 
@@ -121,7 +123,7 @@ def problem_defs(rejected: Iterable[RejectedContract], translator: DqContractsTr
         summary, metadata, _ = shown[spec.asset_key]
         return dict(asset_key=spec.asset_key, check_name=spec.name, passed=False,
                     severity=dg.AssetCheckSeverity.ERROR, description=summary,
-                    metadata={"dq_contracts/status": "error", **metadata})
+                    metadata={"dq_contracts/status": str(Status.ERROR), **metadata})
 
     @dg.multi_asset_check(name=PROBLEMS_CHECKS + suffix, specs=specs, can_subset=True,
                           description="Contracts that cannot be checked, and why")

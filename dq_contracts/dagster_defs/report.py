@@ -10,29 +10,28 @@ from typing import Any
 import dagster as dg
 from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
 
-from dq_contracts.odcs.plans import ContractPlan
+from dq_contracts.engine.results import Status, status_of
+from dq_contracts.odcs.plans import ContractPlan, Severity
 
-STATUSES = ("pass", "warn", "fail", "error", "not_run")
+NOT_RUN = "not_run"  # no evaluation recorded: never run, or its run ended before it
+STATUSES = (*Status, NOT_RUN)
 # A partitioned clause's status is the worst of its partitions' latest ones: a bad day stays
 # visible after a good day is checked.
-WORST_FIRST = ("fail", "error", "warn", "not_run", "pass")
+WORST_FIRST = (Status.FAIL, Status.ERROR, Status.WARN, NOT_RUN, Status.PASS)
 
 
 def _status(record: Any) -> str:
-    """pass / warn / fail / error (could not be evaluated) / not_run, from one execution record."""
+    """A result's status (results.status_of) from one execution record, or not_run."""
     # PLANNED with no evaluation: the run ended before the check ran (upstream failed, run crashed)
     if record is None or record.status == AssetCheckExecutionRecordStatus.PLANNED:
-        return "not_run"
+        return NOT_RUN
     evaluation = record.event.dagster_event.event_specific_data if record.event and record.event.dagster_event \
         else None
     if evaluation is None:
-        return "not_run"
-    if evaluation.passed:
-        return "pass"
-    status = evaluation.metadata.get("dq_contracts/status")
-    if status is not None and getattr(status, "value", None) == "error":
-        return "error"
-    return "fail" if evaluation.severity == dg.AssetCheckSeverity.ERROR else "warn"
+        return NOT_RUN
+    status = evaluation.metadata.get("dq_contracts/status")  # what the result said: error, it was not evaluated
+    return status_of(evaluation.passed, Severity(evaluation.severity.value),
+                     getattr(status, "value", None) == Status.ERROR)
 
 
 def _when(record: Any) -> str | None:
@@ -115,7 +114,7 @@ def report_text(report: dict[str, Any]) -> str:
         for asset in contract["assets"]:
             for clause in asset["clauses"]:
                 for p in clause.get("partitions") or [clause]:
-                    if p["status"] != "pass":
+                    if p["status"] != Status.PASS:
                         where = f"partition {p['partition']}, " if p.get("partition") else ""
                         lines.append(f"  {p['status']:<7} {asset['asset_key']}.{clause['name']}  "
                                      f"({where}last run {p['last_run_at'] or 'never'})")

@@ -23,6 +23,7 @@ import dagster as dg
 from dq_contracts.odcs.servers import is_file_server, server_type
 from dq_contracts.odcs.check_kinds import PER_PARTITION, reach_of
 from dq_contracts.odcs.partitions import PartitionPlan
+from dq_contracts.odcs.paths import clause_location
 from dq_contracts.odcs.plans import CheckPlan, ContractPlan, FreshnessPlan, ObjectPlan
 
 TAG_MAX = 63
@@ -129,7 +130,7 @@ class DqContractsTranslator:
                 "dq_contracts/pointer": check.clause,
                 "dq_contracts/kind": check.kind,
                 "dq_contracts/dimension": check.dimension,
-                "dq_contracts/severity": check.severity,
+                "dq_contracts/severity": str(check.severity),  # Dagster stores no Enum, not even a StrEnum
                 "dq_contracts/threshold": check.threshold_text(),
                 "dagster/code_references": code_references(plan, getattr(check, "line", None), check.name),
             }.items() if v is not None},
@@ -196,7 +197,7 @@ class DqContractsTranslator:
         # this object's entries, and the contract-wide ones (SLA, servers…) shown on every asset
         not_enforced = [n for n in plan.not_enforced if n.object in (None, obj.name)]
         metadata["dq_contracts/not_enforced"] = dg.MetadataValue.table(
-            records=[dg.TableRecord({"clause": n.clause, "code": n.code, "reason": n.reason})
+            records=[dg.TableRecord({"clause": n.clause, "code": str(n.code), "reason": n.reason})
                      for n in not_enforced],
             schema=dg.TableSchema(columns=[dg.TableColumn("clause", "string"), dg.TableColumn("code", "string"),
                                            dg.TableColumn("reason", "string")]),
@@ -275,8 +276,7 @@ def partitions_def_of(partitioning: PartitionPlan | None) -> dg.PartitionsDefini
 
 def clause_text(plan: ContractPlan, check: CheckPlan) -> str:
     """Where a person finds the clause: `contracts/orders.odcs.yaml:42 schema.orders.properties…`."""
-    line, where = getattr(check, "line", None), getattr(check, "where", "") or check.clause
-    return f"{plan.file}:{line} {where}" if line else f"{plan.file} {where}"
+    return clause_location(plan.file, check.line, check.where or check.clause)
 
 
 def code_references(plan: ContractPlan, line: int | None, label: str) -> dg.CodeReferencesMetadataValue:

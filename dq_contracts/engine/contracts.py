@@ -16,7 +16,7 @@ from dq_contracts.odcs.partitions import DECLARATION, Partition, PartitionKeyErr
 from dq_contracts.odcs.plans import ContractPlan, ObjectPlan
 from dq_contracts.engine.runner import run_object
 from dq_contracts.engine.sessions import DEFAULT_TIMEOUT_SECONDS
-from dq_contracts.engine.results import CheckResult
+from dq_contracts.engine.results import CheckResult, result_of
 from dq_contracts.engine.results import scrub
 
 
@@ -44,9 +44,8 @@ def failed_results(plan: ContractPlan, obj: ObjectPlan, error: str,
                    selected: Iterable[str] | None = None) -> list[CheckResult]:
     """Every selected check of the object, failed at its severity with the same error."""
     wanted = set(selected) if selected is not None else None
-    return [CheckResult(plan.id, plan.version, obj.asset_key, obj.name, c.name, c.clause, c.kind, c.severity,
-                        passed=False, threshold=c.threshold_text(), unit=c.unit,
-                        error=f"not run: {c.params['refusal']}" if c.params.get("refusal") else error)
+    return [result_of(plan, obj, c, passed=False,
+                      error=f"not run: {c.params['refusal']}" if c.params.get("refusal") else error)
             for c in obj.checks if wanted is None or c.name in wanted]
 
 

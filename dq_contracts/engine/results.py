@@ -1,7 +1,9 @@
 """What one check's run gives: its result, and what a person may read of an error.
 
-A result carries what people need (clause, severity, the sentence); an error's text is scrubbed of
-credentials, and where a classified value may be among what the database quotes, withheld.
+A result carries what people need (the clause's file, line and path, its dimension and severity,
+the sentence), filled where the engine makes it, so nothing downstream looks the plan up again; an
+error's text is scrubbed of credentials, and where a classified value may be among what the
+database quotes, withheld.
 """
 
 from __future__ import annotations
@@ -10,11 +12,31 @@ import datetime as dt
 import math
 import re
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Iterable
 
 from dq_contracts.engine.verdicts import Unmeasurable
 from dq_contracts.odcs.partitions import PartitionKeyError
-from dq_contracts.odcs.plans import CheckPlan, ContractPlan, ObjectPlan
+from dq_contracts.odcs.paths import clause_location
+from dq_contracts.odcs.plans import CheckPlan, ContractPlan, ObjectPlan, Severity
+
+
+class Status(StrEnum):
+    """A result's verdict for people: passed, broken (a WARN or an ERROR clause), or not evaluated."""
+
+    PASS = "pass"
+    WARN = "warn"
+    FAIL = "fail"  # an ERROR clause broken
+    ERROR = "error"  # could not be evaluated
+
+
+def status_of(passed: bool, severity: Severity | str, unevaluated: bool) -> Status:
+    """The one rule from a verdict to its status: the engine's results and the report's records."""
+    if passed:
+        return Status.PASS
+    if unevaluated:
+        return Status.ERROR
+    return Status.FAIL if severity == Severity.ERROR else Status.WARN
 
 
 @dataclass
@@ -26,7 +48,7 @@ class CheckResult:
     name: str
     clause: str
     kind: str
-    severity: str
+    severity: Severity
     passed: bool
     observed: Any = None
     threshold: str = ""
@@ -39,19 +61,25 @@ class CheckResult:
     aggregate_sql: str | None = None  # what measured it: the table's one scan, or the kind's own query
     message: str = ""  # one sentence for people (wording.describe); never a value of the data
     partition: str | None = None  # the partition key it judged; None for the whole table
+    # where a person finds the clause (`location`) and its ODCS dimension, from the plan (result_of)
+    file: str = ""
+    line: int | None = None
+    where: str = ""  # the clause's dotted path, as people read it
+    dimension: str | None = None
 
     def __post_init__(self) -> None:
         if not self.message and self.error:  # a result built without its plan still says what went wrong
             self.message = unevaluated(self.error)
 
     @property
-    def status(self) -> str:
-        """pass, warn, fail (an ERROR clause broken) or error (could not be evaluated)."""
-        if self.passed:
-            return "pass"
-        if self.error:
-            return "error"
-        return "fail" if self.severity == "ERROR" else "warn"
+    def status(self) -> Status:
+        return status_of(self.passed, self.severity, bool(self.error))
+
+    @property
+    def location(self) -> str:
+        """`contracts/orders.odcs.yaml:42 schema.orders.properties…`; the pointer alone for a result
+        made without its contract."""
+        return clause_location(self.file, self.line, self.where or self.clause) if self.file else self.clause
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -63,6 +91,14 @@ class CheckResult:
             **({"partition": self.partition} if self.partition is not None else {}),
         }  # not aggregate_sql: a table's scan is the same for its every clause (reports give it once per object)
 
+
+
+def result_of(contract: ContractPlan, obj: ObjectPlan, check: CheckPlan, **kwargs: Any) -> CheckResult:
+    """A result of `check`, with what people need of its clause taken from the plan once, here."""
+    return CheckResult(contract.id, contract.version, obj.asset_key, obj.name, check.name, check.clause,
+                       check.kind, check.severity, threshold=check.threshold_text(), unit=check.unit,
+                       file=contract.file, line=check.line, where=check.where, dimension=check.dimension,
+                       **kwargs)
 
 
 def _jsonable(value: Any) -> Any:

@@ -24,7 +24,7 @@ from dq_contracts.odcs.check_kinds import PER_PARTITION, reach_of
 from dq_contracts.odcs.partitions import Partition
 from dq_contracts.odcs.plans import CheckPlan, ContractPlan, ObjectPlan
 from dq_contracts.engine.sql import render, table_for
-from dq_contracts.engine.results import CheckResult, error_of, touches_classified, unevaluated
+from dq_contracts.engine.results import CheckResult, error_of, result_of, touches_classified, unevaluated
 from dq_contracts.engine.samples import SAMPLE_LIMIT, _add_samples
 from dq_contracts.engine.sessions import DEFAULT_TIMEOUT_SECONDS, Session
 from dq_contracts.engine.results import Measured
@@ -93,9 +93,7 @@ def _run_checks(contract: ContractPlan, obj: ObjectPlan, engine: sa.Engine, chec
     results: dict[str, CheckResult] = {}
 
     def result(check: CheckPlan, **kwargs: Any) -> CheckResult:
-        return CheckResult(contract.id, contract.version, obj.asset_key, obj.name, check.name, check.clause,
-                           check.kind, check.severity, threshold=check.threshold_text(), unit=check.unit,
-                           **kwargs)
+        return result_of(contract, obj, check, **kwargs)
 
     def error_text(check: CheckPlan, exc: BaseException) -> str:
         return error_of(exc, check.where or check.clause, touches_classified(contract, obj, check), secrets)

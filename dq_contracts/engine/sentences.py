@@ -19,6 +19,24 @@ from dq_contracts.engine.results import CheckResult
 Words = Callable[[CheckPlan, "CheckResult"], str]
 
 
+def said(result: CheckResult) -> str:
+    """A result for people, the one rendering that `dq-contracts check` and Dagster's metadata give:
+    its sentence (`describe`, filled by the runner); a result made without one, its error, else its
+    measurement against the threshold."""
+    return result.message or result.error or f"observed {observed_text(result)}, expected {result.threshold}"
+
+
+def observed_text(result: CheckResult) -> str:
+    """The measurement with its unit: `-` when there is none, `2.5%`, `3600 s`."""
+    value = result.observed
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        value = f"{value:.6g}"
+    unit = "%" if result.unit == "percent" else (" s" if result.kind == "freshness" else "")
+    return f"{value}{unit}"
+
+
 def generic(check: CheckPlan, result: CheckResult) -> str:
     """A kind without words of its own: the measurement and the threshold."""
     return f"measured {number(result.observed)}; the contract wants {check.threshold_text() or 'nothing'}"

@@ -18,7 +18,6 @@ from croniter import croniter
 from dq_contracts.odcs.partitions import DECLARATION, partition_columns, read_declaration
 from dq_contracts.odcs.paths import pointer
 from dq_contracts.odcs.plans import (
-    ERROR,
     CheckPlan,
     ColumnPlan,
     Condition,
@@ -27,12 +26,13 @@ from dq_contracts.odcs.plans import (
     NotEnforced,
     ObjectPlan,
     SchedulePlan,
+    Severity,
 )
 from dq_contracts.odcs.problems import Problem
 from dq_contracts.odcs.validate import ValidatedContract
 from dq_contracts.odcs.clauses import CLAUSES, quality_kind
 from dq_contracts.odcs.clauses.context import Clause, _Compiling
-from dq_contracts.odcs.clauses.vocabulary import LATENCY_PROPERTIES, REASONS
+from dq_contracts.odcs.clauses.vocabulary import LATENCY_PROPERTIES, Reason
 from dq_contracts.odcs.folder import FolderIndex
 from dq_contracts.odcs.names import _unique_names, _unique_schedule_names, asset_key_for, dagster_name
 
@@ -237,7 +237,7 @@ def _merge_rewrites(validated: ValidatedContract, out: _Compiled) -> None:
                 continue
             break
         else:
-            out.not_enforced.append(NotEnforced(rewrite.merged, "v30_modifier", REASONS["v30_modifier"]))
+            out.not_enforced.append(NotEnforced(rewrite.merged, Reason.V30_MODIFIER, Reason.V30_MODIFIER.text))
 
 
 def _contract_plan(validated: ValidatedContract, ctx: _Compiling, out: _Compiled) -> ContractPlan:
@@ -349,7 +349,7 @@ def _with_primary_key(obj: dict, object_name: str, base: list, ctx: _Compiling,
         clauses=pointers,
         object=object_name,
         property=names[0] if single else None,
-        severity=ERROR,
+        severity=Severity.ERROR,
         description=f"{object_name} primary key ({', '.join(names)}): no NULLs, no duplicate "
                     + ("values" if single else "tuples"),
         conditions=(Condition("mustBe", 0),),

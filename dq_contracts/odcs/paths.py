@@ -3,6 +3,8 @@
 * A JSON Pointer (`/schema/0/properties/1/required`) identifies a clause exactly, as written.
 * A named path (`schema.orders.properties.customer_id.required`) is what a person reads in an
   error message: list items that carry a `name` are shown by it.
+
+With the file and the clause's line, a named path is where a person finds it (`clause_location`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,11 @@ def pointer_step(part: str | int) -> str:
     if "~" in text or "/" in text:
         text = text.replace("~", "~0").replace("/", "~1")
     return "/" + text
+
+
+def clause_location(file: str, line: int | None, where: str) -> str:
+    """Where a person finds a clause: `contracts/orders.odcs.yaml:42 schema.orders.properties…`."""
+    return f"{file}:{line} {where}" if line else f"{file} {where}"
 
 
 def parts_of(pointer_text: str) -> list[str | int]:

@@ -6,14 +6,19 @@ import math
 import operator
 from collections.abc import Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
+from enum import StrEnum
 from typing import Any, Callable
 
 from dq_contracts.odcs.check_kinds import CHECK_KINDS, reach_of
 from dq_contracts.odcs.params import Params
 from dq_contracts.odcs.partitions import PartitionPlan
 
-ERROR = "ERROR"
-WARN = "WARN"
+
+class Severity(StrEnum):
+    """A clause's severity, as Dagster names it: an ERROR clause broken blocks downstream assets."""
+
+    ERROR = "ERROR"
+    WARN = "WARN"
 
 
 # The operator table. `mustBeBetween` is inclusive at both ends (lo ≤ x ≤ hi), as most engines
@@ -79,7 +84,7 @@ class CheckPlan:
     clause: str  # JSON Pointer of the clause in the document as written
     object: str  # the schema object's name
     property: str | None
-    severity: str  # ERROR or WARN
+    severity: Severity
     description: str
     conditions: tuple[Condition, ...] = ()
     unit: str = "rows"  # rows or percent (of all rows)
@@ -96,7 +101,7 @@ class CheckPlan:
 
     @property
     def blocking(self) -> bool:
-        return self.severity == ERROR
+        return self.severity == Severity.ERROR
 
     def passes(self, observed: Any) -> bool:
         return bool(self.conditions) and all(c.holds(observed) for c in self.conditions)
@@ -109,7 +114,7 @@ class CheckPlan:
 @dataclass(frozen=True, slots=True)
 class NotEnforced:
     clause: str
-    code: str  # a closed set: see REASONS in compiler.py
+    code: str  # a Reason (clauses/vocabulary.py: the closed set)
     reason: str
     object: str | None = None
 

@@ -7,7 +7,20 @@ Every stage (load, validate, compile) returns problems instead of raising, so th
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, Sequence
+
+
+class ProblemSeverity(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+class Reach(StrEnum):
+    """How much of its contract a problem keeps from running."""
+
+    CONTRACT = "contract"  # the contract cannot be used as written
+    CLAUSE = "clause"  # one clause cannot run as written and becomes a failed check; the rest still runs
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,14 +29,16 @@ class Problem:
     message: str
     path: str = ""  # the path inside the document, written with names: schema.orders.properties.id
     line: int | None = None
-    severity: str = "error"  # "error" or "warning"
-    # "contract": the contract cannot be used as written; "clause": one clause cannot run as written
-    # and becomes a failed check, while the rest of the contract still runs
-    scope: str = "contract"
+    severity: ProblemSeverity = ProblemSeverity.ERROR
+    reach: Reach = Reach.CONTRACT
+
+    def __post_init__(self) -> None:  # closed sets: a severity or reach spelled otherwise is refused here
+        object.__setattr__(self, "severity", ProblemSeverity(self.severity))
+        object.__setattr__(self, "reach", Reach(self.reach))
 
     def render(self) -> str:
         where = self.file if self.line is None else f"{self.file}:{self.line}"
-        label = "" if self.severity == "error" else "warning: "
+        label = "" if self.severity == ProblemSeverity.ERROR else "warning: "
         path = f"{self.path}: " if self.path else ""
         return f"{where}: {label}{path}{self.message}"
 
@@ -34,7 +49,7 @@ class Problem:
             "path": self.path,
             "message": self.message,
             "severity": self.severity,
-            "scope": self.scope,
+            "scope": self.reach,  # the key as it was first published
         }
 
 
@@ -43,16 +58,16 @@ class ContractError(Exception):
 
     def __init__(self, problems: Sequence[Problem]):
         self.problems = list(problems)
-        errors = [p for p in self.problems if p.severity == "error"]
+        errors = errors_of(self.problems)
         lines = "\n".join(f"  {p.render()}" for p in errors[:50])
         more = f"\n  … and {len(errors) - 50} more" if len(errors) > 50 else ""
         super().__init__(f"{len(errors)} problem(s) in data contracts:\n{lines}{more}")
 
 
 def errors_of(problems: Sequence[Problem]) -> list[Problem]:
-    return [p for p in problems if p.severity == "error"]
+    return [p for p in problems if p.severity == ProblemSeverity.ERROR]
 
 
 def contract_errors_of(problems: Sequence[Problem]) -> list[Problem]:
     """The errors that keep a contract from running at all (not those confined to one clause)."""
-    return [p for p in problems if p.severity == "error" and p.scope == "contract"]
+    return [p for p in problems if p.severity == ProblemSeverity.ERROR and p.reach == Reach.CONTRACT]

@@ -7,14 +7,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dq_contracts.odcs.check_kinds import CHECK_KINDS
-from dq_contracts.odcs.clauses.vocabulary import REASONS, severity_of
+from dq_contracts.odcs.clauses.vocabulary import Reason, severity_of
 from dq_contracts.odcs.names import dagster_name
-from dq_contracts.odcs.plans import CheckPlan, Condition, ERROR, NotEnforced
+from dq_contracts.odcs.plans import CheckPlan, Condition, NotEnforced, Severity
 from dq_contracts.odcs.folder import FolderIndex
 from dq_contracts.odcs.loader import line_at
 from dq_contracts.odcs.paths import named_step, pointer_step
 from dq_contracts.odcs.plans import CLASSIFIED
-from dq_contracts.odcs.problems import Problem
+from dq_contracts.odcs.problems import Problem, Reach
 from dq_contracts.odcs.servers import checkable, engine_type, server_identity, sqlglot_dialect
 from dq_contracts.odcs.validate import ValidatedContract
 
@@ -57,7 +57,7 @@ class Clause:
             clauses=(self.pointer,),
             object=self.object_name,
             property=self.property_name,
-            severity=severity or (severity_of(rule) if rule else ERROR),
+            severity=severity or (severity_of(rule) if rule else Severity.ERROR),
             description=description,
             conditions=conditions,
             unit=unit,
@@ -73,13 +73,13 @@ class Clause:
         """A clause that cannot run as written: a problem for `validate`, and a check that fails with
         the reason, so the rest of the contract still runs and nothing passes without having looked.
         `severity="warning"` where the official schema accepts the document (so `validate` agrees)."""
-        self.contract.problem(parts or self.parts, reason, severity, scope="clause")
+        self.contract.problem(parts or self.parts, reason, severity, reach=Reach.CLAUSE)
         check = self.check(kind, suffix, f"{description} (cannot run: it will fail)", **kwargs)
         return replace(check, params={**check.params, "refusal": reason})
 
-    def skip(self, code: str, detail: str = "") -> NotEnforced:
-        reason = REASONS[code] + (f": {detail}" if detail else "")
-        return NotEnforced(self.pointer, code, reason, self.object_name)
+    def skip(self, code: Reason | str, detail: str = "") -> NotEnforced:
+        reason = Reason(code)  # a code outside the closed set is a bug here, not a clause it skips
+        return NotEnforced(self.pointer, reason, reason.text + (f": {detail}" if detail else ""), self.object_name)
 
     def where(self) -> str:
         return f"{self.object_name}.{self.property_name}" if self.prop is not None else self.object_name
@@ -108,9 +108,9 @@ class _Compiling:
         self._rule_tables: dict[str, dict[str, bool]] | None = None
         self._places: dict[tuple, tuple[str, int | None, int | None, str, Any]] = {}
 
-    def problem(self, parts: list, message: str, severity: str = "error", scope: str = "contract") -> None:
+    def problem(self, parts: list, message: str, severity: str = "error", reach: Reach = Reach.CONTRACT) -> None:
         self.problems.append(Problem(self.validated.file, message, self.named_path(parts), self.line_of(parts),
-                                     severity, scope))
+                                     severity, reach))
 
     def line_of(self, parts: list) -> int | None:
         """`LoadedDocument.line_of`: the line of `parts` in the contract file as written."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from dq_contracts.odcs.clauses.context import Clause, Outcome
-from dq_contracts.odcs.clauses.vocabulary import AMBIGUOUS_UNITS, NOT_TEMPORAL, SLA_REASONS, TIME_UNITS
+from dq_contracts.odcs.clauses.vocabulary import AMBIGUOUS_UNITS, NOT_TEMPORAL, SLA_REASONS, TIME_UNITS, Reason
 from dq_contracts.odcs.plans import Condition, NotEnforced
 
 
@@ -72,4 +72,4 @@ def _not_temporal(prop: dict) -> str | None:
 def _sla_other(c: Clause) -> Outcome:
     prop = str(c.value.get("property") or "").strip()
     reason = SLA_REASONS.get(prop.lower(), "not a data-quality clause")
-    return NotEnforced(c.pointer, "not_data_quality", f"SLA {prop}: {reason}", c.object_name or None)
+    return NotEnforced(c.pointer, Reason.NOT_DATA_QUALITY, f"SLA {prop}: {reason}", c.object_name or None)

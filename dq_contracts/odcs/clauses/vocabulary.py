@@ -2,37 +2,49 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any
 
-from dq_contracts.odcs.plans import ERROR, WARN
+from dq_contracts.odcs.plans import Severity
 
 
-REASONS = {
-    "not_data_quality": "describes the service, not the data",
-    "prose": "a text rule is prose for people; nothing to execute",
-    "custom_engine": "a custom rule runs in another engine",
-    "unknown_v30_rule": "a v3.0 rule name with no v3.1 metric equivalent",
-    "unsupported_option": "this logicalTypeOptions key has no check",
-    "unknown_format": "a format this tool has no pattern for",
-    "nested_property": "checks on nested properties are not supported",
-    "no_sql_server": "none of the contract's servers is a SQL database or files DuckDB can read "
-                     "(local, s3, gcs, azure with format csv, parquet or json and a path)",
-    "no_columns": "the object declares no columns",
-    "needs_property": "the metric needs a property (column)",
-    "target_elsewhere": "the referenced table is neither in this contract nor in another contract of the "
-                        "folder on the same server",
-    "target_other_server": "the referenced table is in another contract of the folder, on another server",
-    "target_ambiguous": "several other contracts of the folder on the same server declare the referenced table",
-    "unknown_element": "the SLA element names no declared column",
-    "unknown_unit": "the unit is not a time unit this tool knows",
-    "ambiguous_unit": "the unit is ambiguous",
-    "sql_not_read_only": "the SQL rule is not one read-only SELECT",
-    "unsupported_unit": "the rule's unit is neither rows nor percent",
-    "not_comparable": "the operator's value cannot be compared with a number",
-    "v30_modifier": "a v3.0 exclusive flag with no bound to modify",
-    "invalid_pattern": "the pattern is not a valid regular expression",
-    "duplicate_object": "another schema object of the contract has the same name",
-}
+class Reason(StrEnum):
+    """Why a clause is not enforced: a closed set of codes, each with its sentence (`text`)."""
+
+    text: str
+
+    def __new__(cls, code: str, text: str) -> Reason:
+        member = str.__new__(cls, code)
+        member._value_ = code
+        member.text = text
+        return member
+
+    NOT_DATA_QUALITY = "not_data_quality", "describes the service, not the data"
+    PROSE = "prose", "a text rule is prose for people; nothing to execute"
+    CUSTOM_ENGINE = "custom_engine", "a custom rule runs in another engine"
+    UNKNOWN_V30_RULE = "unknown_v30_rule", "a v3.0 rule name with no v3.1 metric equivalent"
+    UNSUPPORTED_OPTION = "unsupported_option", "this logicalTypeOptions key has no check"
+    UNKNOWN_FORMAT = "unknown_format", "a format this tool has no pattern for"
+    NESTED_PROPERTY = "nested_property", "checks on nested properties are not supported"
+    NO_SQL_SERVER = ("no_sql_server", "none of the contract's servers is a SQL database or files DuckDB can read "
+                     "(local, s3, gcs, azure with format csv, parquet or json and a path)")
+    NO_COLUMNS = "no_columns", "the object declares no columns"
+    NEEDS_PROPERTY = "needs_property", "the metric needs a property (column)"
+    TARGET_ELSEWHERE = ("target_elsewhere", "the referenced table is neither in this contract nor in another "
+                        "contract of the folder on the same server")
+    TARGET_OTHER_SERVER = ("target_other_server",
+                           "the referenced table is in another contract of the folder, on another server")
+    TARGET_AMBIGUOUS = ("target_ambiguous",
+                        "several other contracts of the folder on the same server declare the referenced table")
+    UNKNOWN_ELEMENT = "unknown_element", "the SLA element names no declared column"
+    UNKNOWN_UNIT = "unknown_unit", "the unit is not a time unit this tool knows"
+    AMBIGUOUS_UNIT = "ambiguous_unit", "the unit is ambiguous"
+    SQL_NOT_READ_ONLY = "sql_not_read_only", "the SQL rule is not one read-only SELECT"
+    UNSUPPORTED_UNIT = "unsupported_unit", "the rule's unit is neither rows nor percent"
+    NOT_COMPARABLE = "not_comparable", "the operator's value cannot be compared with a number"
+    V30_MODIFIER = "v30_modifier", "a v3.0 exclusive flag with no bound to modify"
+    INVALID_PATTERN = "invalid_pattern", "the pattern is not a valid regular expression"
+    DUPLICATE_OBJECT = "duplicate_object", "another schema object of the contract has the same name"
 
 
 
@@ -89,14 +101,10 @@ FORMAT_PATTERNS = {
 
 
 
-PLACEHOLDERS = {"object", "table", "model", "property", "column", "field"}
-
-
-
-def severity_of(rule: dict[str, Any]) -> str:
+def severity_of(rule: dict[str, Any]) -> Severity:
     """ODCS `severity` → Dagster severity: info/warning(s) → WARN; anything else → ERROR."""
     value = str(rule.get("severity") or "").strip().lower()
-    return WARN if value in ("info", "warning", "warn", "warnings", "information") else ERROR
+    return Severity.WARN if value in ("info", "warning", "warn", "warnings", "information") else Severity.ERROR
 
 
 
