@@ -12,7 +12,7 @@ import datetime as dt
 import math
 import re
 from dataclasses import dataclass, field
-from enum import StrEnum
+from dq_contracts.odcs.closed_sets import StrEnum
 from typing import Any, Iterable
 
 from dq_contracts.engine.verdicts import Unmeasurable

@@ -6,7 +6,7 @@ import math
 import operator
 from collections.abc import Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
-from enum import StrEnum
+from dq_contracts.odcs.closed_sets import StrEnum
 from typing import Any, Callable
 
 from dq_contracts.odcs.check_kinds import CHECK_KINDS, reach_of

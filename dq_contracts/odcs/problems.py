@@ -7,7 +7,7 @@ Every stage (load, validate, compile) returns problems instead of raising, so th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
+from dq_contracts.odcs.closed_sets import StrEnum
 from typing import Any, Sequence
 
 

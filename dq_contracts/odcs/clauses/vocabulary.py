@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
+from dq_contracts.odcs.closed_sets import StrEnum
 from typing import Any
 
 from dq_contracts.odcs.plans import Severity
