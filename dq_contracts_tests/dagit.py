@@ -73,6 +73,16 @@ query Executions($key: AssetKeyInput!, $name: String!) {
 }""" % METADATA
 
 
+def executions_in_run(dagit: "Dagit", checks: list[tuple[str, str]], run_id: str) -> dict[tuple[str, str], Any]:
+    """Each check's execution in one run (None when it has none), looked up in its history: the latest
+    execution may belong to a later run (the automation sensor's), which says nothing of this one."""
+    found = {}
+    for asset, name in checks:
+        history = dagit.query(CHECK_EXECUTIONS, {"key": {"path": [asset]}, "name": name})["assetCheckExecutions"]
+        found[(asset, name)] = next((h for h in history if h["runId"] == run_id), None)
+    return found
+
+
 def metadata_of(evaluation: dict[str, Any]) -> dict[str, Any]:
     values = {}
     for entry in evaluation.get("metadataEntries") or []:
