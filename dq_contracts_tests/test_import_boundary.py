@@ -108,3 +108,16 @@ def test_the_rule_sees_a_wrong_import():
     finally:
         path.unlink()
     assert wing_of(next(m for m in imported if m.startswith("dq_contracts.engine"))) == "engine"
+
+
+def test_the_readme_layout_draws_every_module_and_only_those():
+    import re
+
+    readme = (PACKAGE.parent / "README.md").read_text()
+    block = readme.split("## Layout", 1)[1].split("```", 2)[1]
+    drawn = set(re.findall(r"\b([a-z_]+\.py)\b", block))
+    files = {p.name for p in PACKAGE.rglob("*.py") if p.name != "__init__.py" and p.parent.name != "clauses"}
+    assert files - drawn == set(), "modules the Layout does not draw"
+    assert drawn - files - {"__init__.py"} == set(), "the Layout draws modules that do not exist"
+    for wing in WINGS:
+        assert f"  {wing}/" in block
