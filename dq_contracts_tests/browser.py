@@ -12,6 +12,9 @@ import subprocess
 import time
 from pathlib import Path
 from typing import Any
+import pytest
+import shutil
+from dq_contracts_tests.support import REPO
 
 
 class Browser:
@@ -130,3 +133,20 @@ class Browser:
                 os.close(fd)
             except OSError:
                 pass
+
+
+OUTPUT = Path(os.environ.get("DQ_TEST_OUTPUT", REPO / "test-output"))
+
+
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
+                  "--window-size=1400,1000", "--virtual-time-budget=20000"]
+
+
+def chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not found:
+        if os.environ.get("CI"):
+            raise AssertionError("chromium is not installed; .ci/run installs Debian's chromium package")
+        pytest.skip("chromium is not installed")
+    return found

@@ -14,7 +14,7 @@ from dq_contracts import build_contract_defs
 from dq_contracts.odcs.load import load_contracts
 from dq_contracts.demo import write_tables
 from dq_contracts.dagster_defs.resource import WarehouseResource
-from dq_contracts_tests.conftest import demo_shop, run_checks
+from dq_contracts_tests.support import demo_shop, run_checks
 
 UTC = dt.timezone.utc
 

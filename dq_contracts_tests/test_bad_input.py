@@ -9,42 +9,7 @@ import time
 import pytest
 
 from dq_contracts.odcs.load import load_contracts
-
-GOOD = """\
-apiVersion: v3.1.0
-kind: DataContract
-id: {id}
-version: 1.0.0
-status: active
-schema:
-  - name: {table}
-    properties:
-      - name: a
-        logicalType: string
-"""
-
-BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
-    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8)
-)
-
-CASES = {
-    "broken_yaml.odcs.yaml": ("apiVersion: v3.1.0\nkind: [DataContract\n", "invalid YAML"),
-    "wrong_type.odcs.yaml": (GOOD.format(id="x", table="t") + "        required: yes-please\n", "is not of type"),
-    "unknown_metric.odcs.yaml": (GOOD.format(id="x", table="t") + "        quality:\n          - metric: freshness\n            mustBe: 0\n", "is not one of"),
-    "two_operators.odcs.yaml": (GOOD.format(id="x", table="t") + "        quality:\n          - metric: nullValues\n            mustBe: 0\n            mustBeLessThan: 3\n", "give exactly one operator"),
-    "v2.odcs.yaml": ("apiVersion: 2.2.2\nkind: DataContract\nid: x\nversion: 1\n", "migrate the contract to v3"),
-    "v4.odcs.yaml": ("apiVersion: v4.0.0\nkind: DataContract\nid: x\nversion: 1\n", "newer major version"),
-    "bomb.odcs.yaml": (BOMB, "alias bomb"),
-    "deep.odcs.yaml": ("a: " + "[" * 5000 + "]" * 5000 + "\n", "nesting is deeper"),
-    "binary.odcs.yaml": (b"\x89PNG\r\n\x1a\n\x00\x00\x00", "not a text file"),
-    "empty.odcs.yaml": ("", "the file is empty"),
-    "list.odcs.yaml": ("- a\n- b\n", "a mapping of keys"),
-    "bad_cron.odcs.yaml": (GOOD.format(id="x", table="t") + "slaProperties:\n  - property: frequency\n    value: 1\n    scheduler: cron\n    schedule: '61 * * * *'\n", "invalid cron expression"),
-    "sla_element.odcs.yaml": (GOOD.format(id="x", table="t") + "slaProperties:\n  - property: latency\n    value: 1\n    unit: d\n    element: t.missing\n", "declares no column 'missing'"),
-    "sql_write.odcs.yaml": (GOOD.format(id="x", table="t") + "        quality:\n          - type: sql\n            query: WITH d AS (DELETE FROM t RETURNING *) SELECT COUNT(*) FROM d\n            mustBe: 0\n", "SQL rule refused"),
-    "sql_two.odcs.yaml": (GOOD.format(id="x", table="t") + "        quality:\n          - type: sql\n            query: SELECT 1; DROP TABLE t\n            mustBe: 0\n", "2 statements"),
-    "placeholder.odcs.yaml": (GOOD.format(id="x", table="t") + "        quality:\n          - type: sql\n            query: SELECT COUNT(*) FROM {schema}.{object}\n            mustBe: 0\n", "unresolved placeholder"),
-}
+from dq_contracts_tests.bad_inputs import CASES, GOOD
 
 
 @pytest.fixture
@@ -111,7 +76,7 @@ def test_cli_validate_reports_everything_in_one_go_without_traceback(bad_folder)
 
 
 def test_cli_validate_exits_0_on_the_demo_contracts():
-    from dq_contracts_tests.conftest import CONTRACTS
+    from dq_contracts_tests.support import CONTRACTS
 
     proc = subprocess.run([sys.executable, "-m", "dq_contracts.cli", "validate", str(CONTRACTS)],
                           capture_output=True, text=True, timeout=60)
@@ -122,7 +87,7 @@ def test_cli_validate_exits_0_on_the_demo_contracts():
 def test_cli_plan_json_shape():
     import json
 
-    from dq_contracts_tests.conftest import CONTRACTS
+    from dq_contracts_tests.support import CONTRACTS
 
     proc = subprocess.run([sys.executable, "-m", "dq_contracts.cli", "plan", str(CONTRACTS), "--format", "json"],
                           capture_output=True, text=True, timeout=60)

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from dq_contracts_tests.conftest import REPO
-from dq_contracts_tests.test_bad_input import CASES as LOAD_CASES
-from dq_contracts_tests.test_bad_input import GOOD
+from dq_contracts_tests.support import REPO
+from dq_contracts_tests.bad_inputs import CASES as LOAD_CASES
+from dq_contracts_tests.bad_inputs import GOOD
 
 CEILING_SECONDS = 10
 

@@ -20,7 +20,7 @@ import yaml
 from dq_contracts.engine.contracts import Warehouses, run_contract
 from dq_contracts.engine.connections import connection_for, engine_for
 from dq_contracts.odcs.load import load_contracts
-from dq_contracts_tests.conftest import duckdb_with
+from dq_contracts_tests.support import duckdb_with
 
 TABLE = ("CREATE SCHEMA analytics", "CREATE TABLE analytics.t (id INTEGER, code VARCHAR, amount INTEGER)",
          # every row breaks a clause: a NULL id, a repeated id, a code too long and off the pattern, a
@@ -195,7 +195,7 @@ def test_a_rejected_server_shows_a_failing_contract_valid_check_and_the_rest_of_
 
     from dq_contracts import WarehouseResource, build_contract_defs
     from dq_contracts.dagster_defs.resource import ServerSettings
-    from dq_contracts_tests.conftest import run_checks
+    from dq_contracts_tests.support import run_checks
 
     # team_a's own server is the shared one, bound to its folder (once the operator binds a server,
     # a server it did not declare opens nothing)
@@ -342,7 +342,7 @@ def test_a_function_in_the_search_path_cannot_change_what_a_check_means(pg_datab
     """Every check session resolves names in pg_catalog alone, so the rows still fail their clauses."""
     import sqlalchemy as sa
 
-    from dq_contracts_tests.test_faults import pg_env, pg_server
+    from dq_contracts_tests.support import pg_env, pg_server
 
     engine = sa.create_engine(pg_database)
     with engine.begin() as c:

@@ -10,14 +10,8 @@ import sys
 
 import pytest
 
-from dq_contracts_tests.conftest import CONTRACTS, demo_shop
-
-# from the comments at the top of each bundled contract
-DOCUMENTED = {
-    (m.group(1), m.group(2), m.group(3))
-    for path in sorted(CONTRACTS.glob("*.odcs.yaml"))
-    for m in re.finditer(r"^#\s+- (\w+)\.(\w+)\s+\((ERROR|WARN)\)", path.read_text(), re.M)
-}
+from dq_contracts_tests.support import CONTRACTS, demo_shop
+from dq_contracts_tests.support import DOCUMENTED
 
 
 def check(cwd, *args, contracts="contracts"):

@@ -61,7 +61,7 @@ def two_servers(request, tmp_path):
         paths = [tmp_path / "wh.duckdb", tmp_path / "other.duckdb"]
         return ("duckdb", [{"server": "local", "type": "duckdb", "database": str(p)} for p in paths], {},
                 [sa.create_engine(f"duckdb:///{p}") for p in paths])
-    from dq_contracts_tests.test_faults import pg_env, pg_server
+    from dq_contracts_tests.support import pg_env, pg_server
 
     url = sa.make_url(request.getfixturevalue("pg_database"))
     other = f"t_{uuid.uuid4().hex[:12]}"
@@ -134,7 +134,7 @@ def test_a_column_is_classified_if_any_contract_of_its_table_says_so(two_servers
 
 def test_a_relationship_reads_a_table_as_classified_as_any_contract_of_it_says(tmp_path, capsys):
     """C references B's table, which only A classifies: C's error quotes nothing of it."""
-    from dq_contracts_tests.conftest import duckdb_with
+    from dq_contracts_tests.support import duckdb_with
 
     duckdb_with(tmp_path / "wh.duckdb", *people(), "CREATE TABLE refs (k INTEGER)", "INSERT INTO refs VALUES (12)")
     server = {"server": "local", "type": "duckdb", "database": str(tmp_path / "wh.duckdb")}
@@ -155,7 +155,7 @@ def test_a_relationship_reads_a_table_as_classified_as_any_contract_of_it_says(t
 def test_a_sql_rule_reads_another_object_as_classified_as_any_contract_of_its_table_says(tmp_path, capsys):
     """B's rule on `refs` reads B's own `people`, which only A classifies: where it would run, the
     judge refuses the classified column used as a value, and nothing of it is shown."""
-    from dq_contracts_tests.conftest import duckdb_with
+    from dq_contracts_tests.support import duckdb_with
 
     duckdb_with(tmp_path / "wh.duckdb", *people(), "CREATE TABLE refs (k INTEGER)", "INSERT INTO refs VALUES (12)")
     server = {"server": "local", "type": "duckdb", "database": str(tmp_path / "wh.duckdb")}
@@ -261,7 +261,7 @@ def attacked(request, tmp_path):
         server, environ = {"server": "local", "type": "duckdb", "database": str(tmp_path / "wh.duckdb")}, {}
         url = f"duckdb:///{tmp_path / 'wh.duckdb'}"
     else:
-        from dq_contracts_tests.test_faults import pg_env, pg_server
+        from dq_contracts_tests.support import pg_env, pg_server
 
         url = request.getfixturevalue("pg_database")
         server, environ = pg_server(url), pg_env(url)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections import Counter
 
 import jsonschema
 import pytest
@@ -11,60 +10,12 @@ import yaml
 
 from dq_contracts.odcs.load import load_contracts
 from dq_contracts.odcs.loader import read_document
-from dq_contracts.odcs.paths import pointer
-from dq_contracts_tests.conftest import CONTRACTS, CORPUS, SCHEMAS
+from dq_contracts_tests.support import CONTRACTS, CORPUS, SCHEMAS
+from dq_contracts_tests.support import assert_accounted
 
 INDEX = json.loads((CORPUS / "index.json").read_text()) if (CORPUS / "index.json").exists() else []
 if not INDEX:
     pytest.skip("../shared/odcs/corpus is not beside the checkout", allow_module_level=True)
-
-
-def clauses_as_written(document: dict) -> set[str]:
-    """The clauses of the issue's definition, found independently of the compiler."""
-    found: set[str] = set()
-
-    def properties(props, base):
-        for pi, prop in enumerate(props or []):
-            if not isinstance(prop, dict):
-                continue
-            here = [*base, "properties", pi]
-            for flag in ("required", "unique", "primaryKey"):
-                if prop.get(flag) is True:
-                    found.add(pointer([*here, flag]))
-            for key in (prop.get("logicalTypeOptions") or {}):
-                found.add(pointer([*here, "logicalTypeOptions", key]))
-            if "enum" in prop:
-                found.add(pointer([*here, "enum"]))
-            for ri, _ in enumerate(prop.get("relationships") or []):
-                found.add(pointer([*here, "relationships", ri]))
-            for qi, _ in enumerate(prop.get("quality") or []):
-                found.add(pointer([*here, "quality", qi]))
-            properties(prop.get("properties"), here)
-
-    for oi, obj in enumerate(document.get("schema") or []):
-        found.add(pointer(["schema", oi]))
-        properties(obj.get("properties"), ["schema", oi])
-        for ri, _ in enumerate(obj.get("relationships") or []):
-            found.add(pointer(["schema", oi, "relationships", ri]))
-        for qi, _ in enumerate(obj.get("quality") or []):
-            found.add(pointer(["schema", oi, "quality", qi]))
-    for si, _ in enumerate(document.get("slaProperties") or []):
-        found.add(pointer(["slaProperties", si]))
-    return found
-
-
-def assert_accounted(plan, document: dict) -> None:
-    data = plan.to_json()
-    enforced = {c for check in data["checks"] for c in check["clauses"]}
-    enforced |= {f["clause"] for f in data["freshness"]} | {s["clause"] for s in data["schedules"]}
-    skipped = Counter(n["clause"] for n in data["not_enforced"])
-    for clause in clauses_as_written(document):
-        if clause in enforced:
-            assert clause not in skipped, f"{clause} is both enforced and not enforced"
-        else:
-            assert skipped[clause] == 1, f"{clause} is neither enforced nor listed once as not enforced"
-    for item in data["not_enforced"]:
-        assert item["code"] and item["reason"], item
 
 
 # what we say beyond the official schema about a document it accepts: warnings only, each naming a

@@ -19,8 +19,8 @@ from dq_contracts import ContractError, DqContractsTranslator, build_contract_de
 from dq_contracts.demo import write_tables
 from dq_contracts.dagster_defs.resource import WarehouseResource
 from dq_contracts.dagster_defs.translator import with_check_attributes
-from dq_contracts_tests.conftest import CONTRACTS, DEMO_CHECKS, REPO, SKIPPED_IN_A_FULL_RUN, demo_shop, run_checks
-from dq_contracts_tests.test_check_cli import DOCUMENTED
+from dq_contracts_tests.support import CONTRACTS, DEMO_CHECKS, REPO, SKIPPED_IN_A_FULL_RUN, demo_shop, run_checks
+from dq_contracts_tests.support import DOCUMENTED
 
 
 @pytest.fixture(scope="module")

@@ -3,25 +3,16 @@ check results read back through GraphQL with their metadata."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
-from dq_contracts_tests.conftest import DEMO_CHECKS, REPO, SKIPPED_IN_A_FULL_RUN
+from dq_contracts_tests.support import DEMO_CHECKS, REPO, SKIPPED_IN_A_FULL_RUN
 from dq_contracts_tests.dagit import ASSET_CHECKS, CHECK_EXECUTIONS, metadata_of, start_dagster_dev
-from dq_contracts_tests.test_check_cli import DOCUMENTED
-
-DEMO_ASSETS = [["orders"], ["order_items"], ["customers"], ["payments"]]
-
-
-OUTPUT = Path(os.environ.get("DQ_TEST_OUTPUT", REPO / "test-output"))
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
-                  "--window-size=1400,1000", "--virtual-time-budget=20000"]
+from dq_contracts_tests.support import DOCUMENTED
+from dq_contracts_tests.browser import CHROMIUM_FLAGS, OUTPUT, chromium
+from dq_contracts_tests.support import DEMO_ASSETS
 
 
 @pytest.fixture(scope="module")
@@ -82,15 +73,6 @@ def test_dagster_dev_runs_the_demo_and_shows_every_clause(demo):
     history = executions["assetCheckExecutions"]
     assert [h["runId"] for h in history] == [run_id]
     assert history[0]["status"] == "FAILED" and history[0]["evaluation"]["severity"] == "WARN"
-
-
-def chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if not found:
-        if os.environ.get("CI"):
-            raise AssertionError("chromium is not installed; .ci/run installs Debian's chromium package")
-        pytest.skip("chromium is not installed")
-    return found
 
 
 @pytest.mark.slow

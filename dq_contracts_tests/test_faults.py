@@ -5,54 +5,12 @@ from __future__ import annotations
 
 import pytest
 import sqlalchemy as sa
-import yaml
 
 from dq_contracts.engine.contracts import Warehouses, run_contract
-from dq_contracts.odcs.load import load_contracts
 from dq_contracts_tests.pgcluster import PASSWORD
+from dq_contracts_tests.support import contract, pg_env, pg_server, plan_of
 
 EVIL = '"; DROP TABLE x; --'
-
-
-def contract(server: dict, properties: list, quality: list | None = None, physical: str = "t") -> dict:
-    obj = {"name": "t", "physicalName": physical, "properties": properties}
-    if quality:
-        obj["quality"] = quality
-    return {"apiVersion": "v3.2.0", "kind": "DataContract", "id": "f", "version": "1.0.0", "status": "active",
-            "servers": [server], "schema": [obj]}
-
-
-def plan_of(tmp_path, doc: dict, expect_problems: bool = False):
-    path = tmp_path / "f.odcs.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    result = load_contracts([path])
-    if not expect_problems:
-        assert result.errors == [], [p.render() for p in result.problems]
-    return result.plans[0], result
-
-
-def pg_server(url: str) -> dict:
-    parsed = sa.make_url(url)
-    return {"server": "pg", "type": "postgres", "host": parsed.host, "port": parsed.port,
-            "database": parsed.database, "schema": "public"}
-
-
-def pg_env(url: str, password: str = PASSWORD) -> dict:
-    """The operator's endpoint and credentials for server `pg`."""
-    parsed = sa.make_url(url)
-    return {"DQ_CONTRACTS_PG_HOST": parsed.host, "DQ_CONTRACTS_PG_PORT": str(parsed.port),
-            "DQ_CONTRACTS_PG_USER": "postgres", "DQ_CONTRACTS_PG_PASSWORD": password}
-
-
-@pytest.fixture(params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])
-def warehouse(request, tmp_path):
-    """(server entry, environment, writable engine) of a fresh warehouse."""
-    if request.param == "duckdb":
-        path = tmp_path / "wh.duckdb"
-        return {"server": "local", "type": "duckdb", "database": str(path), "schema": "main"}, {}, \
-            sa.create_engine(f"duckdb:///{path}")
-    url = request.getfixturevalue("pg_database")
-    return pg_server(url), pg_env(url), sa.create_engine(url)
 
 
 def table_t(writer: sa.Engine, values: list[int]) -> None:

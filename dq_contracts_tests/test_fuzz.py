@@ -15,7 +15,6 @@ a failure prints the falsifying document and a @reproduce_failure blob instead.
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import io
 import itertools
@@ -35,7 +34,7 @@ from dq_contracts import cli
 from dq_contracts.odcs.load import load_contracts
 from dq_contracts.odcs.loader import read_document
 from dq_contracts.odcs.normalise import OPERATORS
-from dq_contracts.odcs.paths import pointer
+from dq_contracts_tests.support import assert_accounted
 
 _COMMON = {"deadline": None, "database": None, "print_blob": True,
            "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -45,22 +44,6 @@ settings.register_profile("dq_fuzz_long", max_examples=5_000, **_COMMON)
 PROFILE = settings.get_profile("dq_fuzz_" + os.environ.get("DQ_FUZZ", "ci"))
 
 
-def _corpus_helpers():
-    """test_corpus's clause finder; it skips its own module when ../shared is absent, so fall back to
-    compiling just the two helper functions from its source (they need no corpus)."""
-    try:
-        from dq_contracts_tests.test_corpus import assert_accounted, clauses_as_written
-        return clauses_as_written, assert_accounted
-    except pytest.skip.Exception:
-        tree = ast.parse(Path(__file__).with_name("test_corpus.py").read_text())
-        wanted = [n for n in tree.body if isinstance(n, ast.FunctionDef)
-                  and n.name in ("clauses_as_written", "assert_accounted")]
-        namespace = {"Counter": Counter, "pointer": pointer}
-        exec(compile(ast.Module(body=wanted, type_ignores=[]), "test_corpus.py", "exec"), namespace)  # noqa: S102
-        return namespace["clauses_as_written"], namespace["assert_accounted"]
-
-
-clauses_as_written, assert_accounted = _corpus_helpers()
 
 # --- vocabulary -----------------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ from dq_contracts import build_contract_defs
 from dq_contracts.engine.contracts import Warehouses, run_contract
 from dq_contracts.odcs.load import load_contracts
 from dq_contracts.dagster_defs.resource import WarehouseResource
-from dq_contracts_tests.conftest import start_cluster
+from dq_contracts_tests.support import start_cluster
 from dq_contracts_tests.pgcluster import PASSWORD as SUPERUSER_PW
 
 pytestmark = pytest.mark.postgres

@@ -121,3 +121,16 @@ def test_the_readme_layout_draws_every_module_and_only_those():
     assert drawn - files - {"__init__.py"} == set(), "the Layout draws modules that do not exist"
     for wing in WINGS:
         assert f"  {wing}/" in block
+
+
+def test_no_test_module_imports_another():
+    """Shared fixtures are conftest's (pytest gives them), shared helpers the support modules':
+    a test module is never imported, so running one file alone never runs another's setup."""
+    tests = PACKAGE.parent / "dq_contracts_tests"
+    wrong = {}
+    for path in sorted(tests.rglob("*.py")):
+        for imported in imports_of(f"dq_contracts_tests.{path.stem}", path):
+            last = imported.split(".")[-1]
+            if imported.startswith("dq_contracts_tests") and (last.startswith("test_") or last == "conftest"):
+                wrong.setdefault(path.name, set()).add(imported)
+    assert wrong == {}

@@ -7,7 +7,7 @@ import pytest
 from dq_contracts.odcs.load import load_contracts
 from dq_contracts.odcs.loader import read_document
 from dq_contracts.odcs.paths import named_path, parts_of
-from dq_contracts_tests.conftest import CONTRACTS
+from dq_contracts_tests.support import CONTRACTS
 
 ORDERS = CONTRACTS / "orders.odcs.yaml"
 

@@ -20,7 +20,7 @@ import yaml
 from dagster._core.definitions.reconstruct import build_reconstructable_job
 
 from dq_contracts import build_contract_defs
-from dq_contracts_tests.conftest import REPO
+from dq_contracts_tests.support import REPO
 
 CONTRACTS = int(os.environ.get("DQ_LOAD_CONTRACTS", "8"))
 COLUMNS = 10  # two clauses each (required, minimum): 20 clauses per contract, plus the schema check

@@ -18,85 +18,10 @@ import yaml
 from dq_contracts.odcs.load import load_contracts
 from dq_contracts.odcs.partitions import Partition, PartitionKeyError, PartitionPlan, multi_partition, partition_for
 from dq_contracts.engine.runner import run_object
+from dq_contracts_tests.partition_cases import BAD_DAY, CONTRACT, GOOD_DAY, SEMANTICS, fill
 
-DECLARED = {"property": "dagsterPartitions", "value": {"type": "daily", "start": "2026-06-01"}}
 
-CONTRACT = {
-    "apiVersion": "v3.2.0", "kind": "DataContract", "id": "urn:events", "version": "1.0.0", "status": "active",
-    "schema": [
-        {"name": "events", "customProperties": [DECLARED], "properties": [
-            {"name": "id", "logicalType": "integer", "primaryKey": True},
-            {"name": "code", "logicalType": "string", "required": True,
-             "logicalTypeOptions": {"minLength": 2, "maxLength": 3, "pattern": "^[A-Z]+$"},
-             "quality": [{"metric": "nullValues", "mustBe": 0}]},
-            {"name": "amount", "logicalType": "number", "logicalTypeOptions": {"minimum": 0, "multipleOf": 0.5}},
-            {"name": "customer_id", "logicalType": "integer", "unique": True,
-             "relationships": [{"to": "customers.id"}]},
-            {"name": "status", "logicalType": "string", "enum": [{"value": "a"}, {"value": "b"}],
-             "quality": [{"metric": "missingValues", "arguments": {"missingValues": ["n/a"]}, "mustBe": 0},
-                         {"metric": "invalidValues", "arguments": {"validValues": ["a", "b"]}, "mustBe": 0}]},
-            {"name": "day", "logicalType": "date", "partitioned": True, "partitionKeyPosition": 1},
-            {"name": "ts", "logicalType": "timestamp"},
-        ], "quality": [
-            {"metric": "rowCount", "mustBeLessOrEqualTo": 2},
-            {"metric": "duplicateValues", "arguments": {"properties": ["id", "day"]}, "mustBe": 0},
-            {"type": "sql", "name": "negative_amounts", "mustBe": 0,
-             "query": "SELECT COUNT(*) FROM {object} WHERE amount < 0 AND {partition}"},
-            {"type": "sql", "name": "has_rows", "mustBeGreaterThan": 0, "query": "SELECT COUNT(*) FROM {object}"},
-        ]},
-        {"name": "customers", "properties": [{"name": "id", "logicalType": "integer"}]},
-    ],
-    "slaProperties": [{"property": "latency", "value": 1, "unit": "d", "element": "events.ts"}],
-}
-
-GOOD_DAY, BAD_DAY = "2026-06-01", "2026-06-02"
-ROWS = [  # id, code, amount, customer_id, status, day, ts
-    (1, "AB", 5.0, 1, "a", GOOD_DAY, "2026-06-01 10:00:00"),
-    (2, "CD", 7.5, 2, "b", GOOD_DAY, "2026-06-01 11:00:00"),
-    # the bad day breaks every clause judged per partition, and repeats no customer_id of its own
-    (1, "x", -3.3, 9, "z", BAD_DAY, "2026-06-02 10:00:00"),
-    (1, None, 4.0, 1, "n/a", BAD_DAY, "2026-06-02 11:00:00"),
-    (3, "TOOLONG", 1.0, 2, "a", BAD_DAY, "2026-06-02 12:00:00"),
-]
 NOW = dt.datetime(2026, 6, 3, 12, tzinfo=dt.timezone.utc)  # the newest row is exactly one day old
-DDL = ["CREATE TABLE customers (id INTEGER)", "INSERT INTO customers VALUES (1), (2)",
-       "CREATE TABLE events (id INTEGER, code VARCHAR(16), amount DECIMAL(10,2), customer_id INTEGER, "
-       "status VARCHAR(8), day DATE, ts TIMESTAMP)"]
-
-# The semantics, one row per clause kind: its reach on a partitioned object, and whether it passes
-# on the good partition, on the bad one, and on the whole table (no partition).
-SEMANTICS = [
-    ("schema", "table", True, True, True),  # one catalog for the whole table
-    ("code__not_null", "partition", True, False, False),
-    ("code__null_values", "partition", True, False, False),
-    ("code__min_length", "partition", True, False, False),
-    ("code__max_length", "partition", True, False, False),
-    ("code__pattern", "partition", True, False, False),
-    ("amount__minimum", "partition", True, False, False),
-    ("amount__multiple_of", "partition", True, False, False),
-    ("status__accepted_values", "partition", True, False, False),
-    ("status__missing_values", "partition", True, False, False),
-    ("status__invalid_values", "partition", True, False, False),
-    # unique within the partition: customer_id 1 and 2 are in both days, never twice in one
-    ("customer_id__unique", "partition", True, True, False),
-    ("id__primary_key", "partition", True, False, False),
-    ("id__day__duplicate_values", "partition", True, False, False),
-    ("row_count", "partition", True, False, False),  # at most 2 rows per partition; the table has 5
-    ("customer_id__references_customers", "partition", True, False, False),
-    ("negative_amounts", "partition", True, False, False),  # its query says {partition}
-    ("has_rows", "table", True, True, True),  # no {partition}: the whole table, and the plan says so
-    ("ts__freshness", "table", True, True, True),  # of the newest row anywhere: 06-01 alone would be 2 days old
-]
-
-
-def fill(engine: sa.Engine) -> sa.Engine:
-    with engine.begin() as c:
-        for statement in DDL:
-            c.exec_driver_sql(statement)
-        for row in ROWS:
-            c.execute(sa.text("INSERT INTO events VALUES (:a, :b, :c, :d, :e, CAST(:f AS DATE), CAST(:g AS TIMESTAMP))"),
-                      dict(zip("abcdefg", row)))
-    return engine
 
 
 @pytest.fixture(params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -294,7 +219,6 @@ def test_without_a_partition_the_whole_table_is_read_as_before(plan, engine):
     assert "partition" not in results["row_count"].to_json()
 
 
-
 def test_a_partition_with_only_the_schema_table_wide_reads_no_whole_table(plan, engine):
     """The schema check reads the catalog: checking one partition must not also count the whole
     table (a full scan on PostgreSQL) for a check that measures nothing."""
@@ -325,7 +249,6 @@ def shop(tmp_path):
                 "slaProperties": []}
     (tmp_path / "events.odcs.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
     return tmp_path
-
 
 
 @pytest.fixture(params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -380,7 +303,6 @@ def test_partition_of_contracts_with_no_partitioned_object_is_an_error(shop):
     assert "no object of these contracts is partitioned" in proc.stderr
 
 
-
 @pytest.mark.parametrize("declaration,key,rows", [
     ({"type": "hourly", "start": "2026-06-01T00:00:00", "column": "ts"}, "2026-06-02-10:00", 1),
     ({"type": "static", "values": ["a", "b", "z"], "column": "status"}, "a", 2),
@@ -395,7 +317,6 @@ def test_timestamp_windows_and_static_values_select_their_rows(tmp_path, engine,
     results = {r.name: r for r in run_object(loaded.plans[0], events, engine, now=NOW, selected=["row_count"],
                                              partition=partition_for(events.partitioning, key))}
     assert (results["row_count"].observed, results["row_count"].partition) == (rows, key)
-
 
 
 @pytest.mark.parametrize("partition,rows", [

@@ -15,9 +15,9 @@ import yaml
 
 from dq_contracts_tests.dagit import LOCATION, METADATA, metadata_of, start_dagster_dev
 from dq_contracts_tests.browser import Browser
-from dq_contracts_tests.test_dagster_dev import CHROMIUM_FLAGS, OUTPUT, chromium
-from dq_contracts_tests.test_partitions import BAD_DAY, DDL, GOOD_DAY, ROWS
-from dq_contracts_tests.test_partitions_dagster import FAILING_ON_THE_BAD_DAY, PER_PARTITION, TABLE_WIDE, contract
+from dq_contracts_tests.browser import CHROMIUM_FLAGS, OUTPUT, chromium
+from dq_contracts_tests.partition_cases import BAD_DAY, DDL, GOOD_DAY, ROWS
+from dq_contracts_tests.partition_cases import FAILING_ON_THE_BAD_DAY, PER_PARTITION, TABLE_WIDE, contract
 
 THIRD_DAY = "2026-06-03"
 DAYS = [GOOD_DAY, BAD_DAY, THIRD_DAY]

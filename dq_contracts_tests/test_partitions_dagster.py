@@ -3,7 +3,6 @@ test instance, and the user's own daily asset materialised for two days, one of 
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import warnings
 
@@ -14,21 +13,9 @@ import yaml
 
 from dq_contracts import build_contract_defs, load_contracts
 from dq_contracts.dagster_defs.report import build_report, report_text
-from dq_contracts_tests.conftest import run_checks
-from dq_contracts_tests.test_partitions import BAD_DAY, CONTRACT, GOOD_DAY, ROWS, SEMANTICS, fill
-
-PER_PARTITION = {name for name, reach, *_ in SEMANTICS if reach == "partition"}
-TABLE_WIDE = {name for name, reach, *_ in SEMANTICS if reach == "table"} - {"ts__freshness"}
-FAILING_ON_THE_BAD_DAY = PER_PARTITION - {"customer_id__unique"}
-
-
-def contract(server: dict, *, declared: bool = True) -> dict:
-    document = copy.deepcopy(CONTRACT)
-    document["servers"] = [server]
-    document["slaProperties"] = []  # the clock of the run is today's, and the rows are of June 2026
-    if not declared:  # only ODCS's `partitioned: true`: the user's asset brings the partitions
-        document["schema"][0]["customProperties"] = []
-    return document
+from dq_contracts_tests.support import run_checks
+from dq_contracts_tests.partition_cases import BAD_DAY, GOOD_DAY, ROWS, fill
+from dq_contracts_tests.partition_cases import FAILING_ON_THE_BAD_DAY, PER_PARTITION, TABLE_WIDE, contract
 
 
 @pytest.fixture(params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])

@@ -12,11 +12,11 @@ import sys
 import pytest
 import sqlalchemy as sa
 
-from dq_contracts_tests.conftest import CONTRACTS, DEMO_CHECKS, REPO, SKIPPED_IN_A_FULL_RUN
+from dq_contracts_tests.support import CONTRACTS, DEMO_CHECKS, REPO, SKIPPED_IN_A_FULL_RUN
 from dq_contracts_tests.dagit import ASSET_CHECKS, CHECK_EXECUTIONS, metadata_of, start_dagster_dev
 from dq_contracts_tests.pgcluster import PASSWORD
-from dq_contracts_tests.test_check_cli import DOCUMENTED
-from dq_contracts_tests.test_dagster_dev import DEMO_ASSETS
+from dq_contracts_tests.support import DOCUMENTED
+from dq_contracts_tests.support import DEMO_ASSETS
 
 SENSOR_STATE = """
 query State($selector: SensorSelector!) {

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from dq_contracts_tests.conftest import DEMO_CHECKS, REPO, SKIPPED_IN_A_FULL_RUN
+from dq_contracts_tests.support import DEMO_CHECKS, REPO, SKIPPED_IN_A_FULL_RUN
 from dq_contracts_tests.dagit import ASSET_CHECKS, Dagit, executions_in_run
-from dq_contracts_tests.test_check_cli import DOCUMENTED
+from dq_contracts_tests.support import DOCUMENTED
 
 README_PORT = 3000  # the command as written does not choose a port: dagster dev's default
 

@@ -21,7 +21,7 @@ import pytest
 import sqlalchemy as sa
 
 from dq_contracts.engine.sessions import DEFAULT_TIMEOUT_SECONDS
-from dq_contracts_tests.conftest import REPO, duckdb_with
+from dq_contracts_tests.support import REPO, duckdb_with
 from dq_contracts_tests.dagit import CHECK_EXECUTIONS, RUN_STATUS, Dagit
 from dq_contracts_tests.pgcluster import PASSWORD, free_port
 

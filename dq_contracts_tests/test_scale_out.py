@@ -5,8 +5,8 @@ from __future__ import annotations
 import dagster as dg
 from dagster._core.definitions.reconstruct import build_reconstructable_job
 
-from dq_contracts_tests.conftest import DEMO_CHECKS, REPO, demo_shop
-from dq_contracts_tests.test_check_cli import DOCUMENTED
+from dq_contracts_tests.support import DEMO_CHECKS, REPO, demo_shop
+from dq_contracts_tests.support import DOCUMENTED
 
 
 def test_the_multiprocess_executor_runs_the_demo_checks_in_parallel(tmp_path, monkeypatch):

@@ -25,7 +25,7 @@ from dq_contracts.cli import main as cli
 from dq_contracts.odcs.load import load_contracts
 from dq_contracts.odcs.loader import read_document
 from dq_contracts.odcs.plans import CheckPlan, ObjectPlan, percent_of
-from dq_contracts_tests.conftest import CORPUS
+from dq_contracts_tests.support import CORPUS
 
 INDEX = json.loads((CORPUS / "index.json").read_text()) if (CORPUS / "index.json").exists() else []
 VALID = [r["file"] for r in INDEX if r["valid_matching"]]

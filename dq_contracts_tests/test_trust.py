@@ -18,7 +18,7 @@ import yaml
 from dq_contracts.engine.contracts import Warehouses, run_contract
 from dq_contracts.engine.connections import connection_for, engine_for
 from dq_contracts.odcs.load import load_contracts
-from dq_contracts_tests.conftest import duckdb_with
+from dq_contracts_tests.support import duckdb_with
 
 SECRET = "hunter2-secret-file-content"
 
@@ -259,7 +259,7 @@ def warehouse_any(request, tmp_path):
     if request.param == "duckdb":
         path = tmp_path / "wh.duckdb"
         return {"server": "local", "type": "duckdb", "database": str(path)}, {}, sa.create_engine(f"duckdb:///{path}")
-    from dq_contracts_tests.test_faults import pg_env, pg_server
+    from dq_contracts_tests.support import pg_env, pg_server
 
     url = request.getfixturevalue("pg_database")
     return pg_server(url), pg_env(url), sa.create_engine(url)

@@ -19,8 +19,8 @@ from dq_contracts.engine.contracts import Warehouses, run_contract
 from dq_contracts.engine.verdicts import Unmeasurable, judge_count
 from dq_contracts.engine.checked_object import CheckedObject
 from dq_contracts.odcs.plans import CheckPlan, Condition
-from dq_contracts_tests.conftest import duckdb_with
-from dq_contracts_tests.test_faults import plan_of, warehouse  # noqa: F401 - the fixture
+from dq_contracts_tests.support import duckdb_with
+from dq_contracts_tests.support import plan_of
 
 NOW = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.timezone.utc)
 NAIVE_HOUR_AGO = "2026-06-01 11:00:00"  # written as naive UTC
@@ -167,7 +167,7 @@ def test_schema_types_are_compared_by_physical_then_logical_type(warehouse, tmp_
 
 @pytest.mark.postgres
 def test_a_naive_timestamp_is_utc_whatever_the_session_time_zone(pg_database, tmp_path):
-    from dq_contracts_tests.test_faults import pg_env, pg_server
+    from dq_contracts_tests.support import pg_env, pg_server
 
     admin = sa.create_engine(pg_database, isolation_level="AUTOCOMMIT")
     name = sa.make_url(pg_database).database
@@ -397,7 +397,7 @@ def test_edge_verdict(case, warehouse, tmp_path):  # noqa: F811 - the fixture
 
 @pytest.mark.postgres
 def test_a_column_spelt_otherwise_fails_the_schema_check_on_postgresql(pg_database, tmp_path):
-    from dq_contracts_tests.test_faults import pg_env, pg_server
+    from dq_contracts_tests.support import pg_env, pg_server
 
     case = Case("case", ['CREATE TABLE t ("Amount" INTEGER)', "INSERT INTO t VALUES (1)"],
                 [{"name": "t", "properties": [{"name": "amount", "logicalType": "integer", "required": True}]}],

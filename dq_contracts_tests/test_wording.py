@@ -17,7 +17,7 @@ from dq_contracts.engine import sentences as wording
 from dq_contracts.engine.contracts import Warehouses, run_contract
 from dq_contracts.odcs.load import load_contracts
 from dq_contracts.engine.results import CheckResult
-from dq_contracts_tests.conftest import duckdb_with
+from dq_contracts_tests.support import duckdb_with
 
 NOW = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.timezone.utc)
 

@@ -1,0 +1,180 @@
+"""What the tests share that is not a fixture: paths, builders of warehouses and contracts, the demo's
+documented results (fixtures are in conftest.py; no test module imports another)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+import yaml
+
+from dq_contracts.odcs.load import load_contracts
+from dq_contracts.odcs.paths import pointer
+from dq_contracts_tests.pgcluster import PASSWORD
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+SHARED = Path(os.environ.get("DQ_SHARED", REPO.parent / "shared"))
+
+
+CORPUS = SHARED / "odcs" / "corpus"
+
+
+SCHEMAS = SHARED / "odcs" / "schemas"
+
+
+CONTRACTS = REPO / "contracts"
+
+
+def duckdb_with(path: Path, *statements: str) -> Path:
+    """A DuckDB file holding what the statements build; the writer is closed after (DuckDB: one
+    writer per file, and the checks open it read-only)."""
+    import sqlalchemy as sa
+
+    writer = sa.create_engine(f"duckdb:///{path}")
+    with writer.begin() as c:
+        for statement in statements:
+            c.exec_driver_sql(statement)
+    writer.dispose()
+    return path
+
+
+def demo_shop(folder: Path, tables: list[str] | None = None, **kwargs) -> Path:
+    """A copy of the bundled contracts in `folder/contracts` with the demo warehouse beside it, in
+    `folder/demo_data` (the contracts' DuckDB path is relative to their own files); returns the
+    contracts folder."""
+    import shutil
+
+    from dq_contracts.demo import write_tables
+
+    contracts = folder / "contracts"
+    shutil.copytree(CONTRACTS, contracts, dirs_exist_ok=True)
+    if tables != []:
+        write_tables(folder / "demo_data" / "warehouse.duckdb", tables, **kwargs)
+    return contracts
+
+
+def start_cluster():
+    """A new PostgreSQL cluster on 127.0.0.1; CI must have the server, elsewhere the test may skip."""
+    from dq_contracts_tests.pgcluster import PgCluster
+
+    try:
+        return PgCluster.start()
+    except FileNotFoundError as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(str(exc))
+
+
+# In a run that builds every demo table ("Materialize all"), this relationship reads customers, which
+# fails ERROR (blocking) clauses, so Dagster skips it; run alone, it passes.
+SKIPPED_IN_A_FULL_RUN = {("orders", "customer_id__references_customers")}
+
+
+DEMO_CHECKS = 52
+
+
+def run_checks(defs, selection=None, instance=None, **kwargs):
+    """Run contract checks as a person would from the UI (no job of ours needed): every check of
+    `defs`, or those `selection` (an AssetSelection) names."""
+    import dagster as dg
+
+    job = dg.define_asset_job("checks_under_test", selection=selection or dg.AssetSelection.all_asset_checks())
+    merged = dg.Definitions.merge(defs, dg.Definitions(jobs=[job]))
+    return merged.resolve_job_def("checks_under_test").execute_in_process(
+        instance=instance or dg.DagsterInstance.ephemeral(), raise_on_error=False, **kwargs)
+
+
+# from the comments at the top of each bundled contract
+DOCUMENTED = {
+    (m.group(1), m.group(2), m.group(3))
+    for path in sorted(CONTRACTS.glob("*.odcs.yaml"))
+    for m in re.finditer(r"^#\s+- (\w+)\.(\w+)\s+\((ERROR|WARN)\)", path.read_text(), re.M)
+}
+
+
+def contract(server: dict, properties: list, quality: list | None = None, physical: str = "t") -> dict:
+    obj = {"name": "t", "physicalName": physical, "properties": properties}
+    if quality:
+        obj["quality"] = quality
+    return {"apiVersion": "v3.2.0", "kind": "DataContract", "id": "f", "version": "1.0.0", "status": "active",
+            "servers": [server], "schema": [obj]}
+
+
+def plan_of(tmp_path, doc: dict, expect_problems: bool = False):
+    path = tmp_path / "f.odcs.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    result = load_contracts([path])
+    if not expect_problems:
+        assert result.errors == [], [p.render() for p in result.problems]
+    return result.plans[0], result
+
+
+def pg_server(url: str) -> dict:
+    parsed = sa.make_url(url)
+    return {"server": "pg", "type": "postgres", "host": parsed.host, "port": parsed.port,
+            "database": parsed.database, "schema": "public"}
+
+
+def pg_env(url: str, password: str = PASSWORD) -> dict:
+    """The operator's endpoint and credentials for server `pg`."""
+    parsed = sa.make_url(url)
+    return {"DQ_CONTRACTS_PG_HOST": parsed.host, "DQ_CONTRACTS_PG_PORT": str(parsed.port),
+            "DQ_CONTRACTS_PG_USER": "postgres", "DQ_CONTRACTS_PG_PASSWORD": password}
+
+
+DEMO_ASSETS = [["orders"], ["order_items"], ["customers"], ["payments"]]
+
+
+def clauses_as_written(document: dict) -> set[str]:
+    """The clauses of the issue's definition, found independently of the compiler."""
+    found: set[str] = set()
+
+    def properties(props, base):
+        for pi, prop in enumerate(props or []):
+            if not isinstance(prop, dict):
+                continue
+            here = [*base, "properties", pi]
+            for flag in ("required", "unique", "primaryKey"):
+                if prop.get(flag) is True:
+                    found.add(pointer([*here, flag]))
+            for key in (prop.get("logicalTypeOptions") or {}):
+                found.add(pointer([*here, "logicalTypeOptions", key]))
+            if "enum" in prop:
+                found.add(pointer([*here, "enum"]))
+            for ri, _ in enumerate(prop.get("relationships") or []):
+                found.add(pointer([*here, "relationships", ri]))
+            for qi, _ in enumerate(prop.get("quality") or []):
+                found.add(pointer([*here, "quality", qi]))
+            properties(prop.get("properties"), here)
+
+    for oi, obj in enumerate(document.get("schema") or []):
+        found.add(pointer(["schema", oi]))
+        properties(obj.get("properties"), ["schema", oi])
+        for ri, _ in enumerate(obj.get("relationships") or []):
+            found.add(pointer(["schema", oi, "relationships", ri]))
+        for qi, _ in enumerate(obj.get("quality") or []):
+            found.add(pointer(["schema", oi, "quality", qi]))
+    for si, _ in enumerate(document.get("slaProperties") or []):
+        found.add(pointer(["slaProperties", si]))
+    return found
+
+
+def assert_accounted(plan, document: dict) -> None:
+    data = plan.to_json()
+    enforced = {c for check in data["checks"] for c in check["clauses"]}
+    enforced |= {f["clause"] for f in data["freshness"]} | {s["clause"] for s in data["schedules"]}
+    skipped = Counter(n["clause"] for n in data["not_enforced"])
+    for clause in clauses_as_written(document):
+        if clause in enforced:
+            assert clause not in skipped, f"{clause} is both enforced and not enforced"
+        else:
+            assert skipped[clause] == 1, f"{clause} is neither enforced nor listed once as not enforced"
+    for item in data["not_enforced"]:
+        assert item["code"] and item["reason"], item
