@@ -19,6 +19,7 @@ import yaml
 
 from dq_contracts.engine.contracts import Warehouses, run_contract
 from dq_contracts.engine.connections import connection_for, engine_for
+from dq_contracts.engine.dialects import REDEFINITIONS
 from dq_contracts.odcs.load import load_contracts
 from dq_contracts_tests.support import duckdb_with
 
@@ -402,3 +403,255 @@ def test_a_shared_endpoint_reads_each_contracts_own_schema(site, first):
         results = {cid: {r.name: r.passed for r in run_contract(plans[cid], warehouses)} for cid in order}
     assert results["victim"]["code__pattern"] is False and results["victim"]["amount__minimum"] is False
     assert results["attacker"]["code__pattern"] is True and results["attacker"]["amount__minimum"] is True
+
+
+# --- the warehouse's owner: a column's collation or type cannot change what a check means ----------
+
+# What the owner creates before the tables: a case-blind nondeterministic ICU collation, citext, an
+# enum (its labels read from the values compared), and a domain that carries the collation.
+PG_OWNER_SETUP = (
+    "CREATE COLLATION public.ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false)",
+    "CREATE EXTENSION citext SCHEMA public",
+    "CREATE TYPE public.lvl AS ENUM ('b', 'a')",
+    "CREATE DOMAIN public.ci_text AS text COLLATE public.ci",
+)
+NOCASE, CI = "VARCHAR COLLATE NOCASE", "text COLLATE public.ci"
+VALID = {"quality": [{"metric": "invalidValues", "arguments": {"validValues": ["abc"]}, "mustBe": 0}]}
+PAIRS = ["abc", "ABC"]  # two values apart byte by byte, one value to a case-blind collation
+
+# (id, the column type the owner gives `code` on DuckDB and on PostgreSQL (None: no such attack
+# there), the values of code in t's rows (every id is 1), the code property's clauses, the object's
+# own clauses, the check, the verdict a byte-by-byte comparison gives). Every row is measured: a
+# database error is no verdict. `u` holds one row, 'abc', in a column of the same type.
+OWNER_ATTACKS = [
+    ("validValues, a case-blind collation", NOCASE, CI, PAIRS, VALID, {}, "code__invalid_values", False),
+    ("validValues, a domain with the collation", None, "public.ci_text", PAIRS, VALID, {}, "code__invalid_values",
+     False),
+    ("enum, a case-blind collation", NOCASE, CI, PAIRS, {"enum": [{"value": "abc"}]}, {}, "code__accepted_values",
+     False),
+    ("validValues, an enum type", None, "public.lvl", ["b"],
+     {"quality": [{"metric": "invalidValues", "arguments": {"validValues": ["a", "zz"]}, "mustBe": 0}]}, {},
+     "code__invalid_values", False),
+    ("relationship, a case-blind collation", NOCASE, CI, ["ABC"], {"relationships": [{"to": "u.code"}]}, {},
+     "code__references_u", False),
+    ("pattern, a nondeterministic collation", None, CI, ["ABC"], {"logicalTypeOptions": {"pattern": "^[a-z]+$"}},
+     {}, "code__pattern", False),
+    ("invalidValues pattern, a nondeterministic collation", None, CI, ["ABC"],
+     {"quality": [{"metric": "invalidValues", "arguments": {"pattern": "^[a-z]+$"}, "mustBe": 0}]}, {},
+     "code__invalid_values", False),
+    ("missingValues, a case-blind collation", NOCASE, CI, ["n/a"],
+     {"quality": [{"metric": "missingValues", "arguments": {"missingValues": ["N/A"]}, "mustBe": 0}]}, {},
+     "code__missing_values", True),
+    ("unique, a case-blind collation", NOCASE, CI, PAIRS, {"unique": True}, {}, "code__unique", True),
+    ("unique, citext", None, "public.citext", PAIRS, {"unique": True}, {}, "code__unique", True),
+    ("primaryKey, citext", None, "public.citext", PAIRS, {"primaryKey": True}, {}, "code__primary_key", True),
+    ("compound duplicateValues, a case-blind collation", NOCASE, CI, PAIRS, {},
+     {"quality": [{"metric": "duplicateValues", "arguments": {"properties": ["id", "code"]}, "mustBe": 0}]},
+     "id__code__duplicate_values", True),
+    ("compound duplicateValues, citext", None, "public.citext", PAIRS, {},
+     {"quality": [{"metric": "duplicateValues", "arguments": {"properties": ["id", "code"]}, "mustBe": 0}]},
+     "id__code__duplicate_values", True),
+]
+
+
+def owner_contract(server: dict, code: dict, quality: dict) -> dict:
+    return {"apiVersion": "v3.2.0", "kind": "DataContract", "id": "owner", "version": "1.0.0", "status": "active",
+            "servers": [server],
+            "schema": [{"name": "t", "physicalName": "t", **quality,
+                        "properties": [{"name": "id", "logicalType": "integer"},
+                                       {"name": "code", "logicalType": "string", **code}]},
+                       {"name": "u", "physicalName": "u", "properties": [{"name": "code", "logicalType": "string"}]}]}
+
+
+def _owner_verdict(contracts: Path, doc: dict, environ: dict, check: str) -> tuple:
+    contracts.mkdir(parents=True, exist_ok=True)
+    (contracts / "owner.odcs.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    loaded = load_contracts([contracts], environ=environ)
+    assert loaded.errors == [], [(p.path, p.message) for p in loaded.errors]
+    results: dict = {}
+    with Warehouses(environ) as warehouses:
+        for plan in loaded.usable_plans:
+            results.update({r.name: r for r in run_contract(plan, warehouses)})
+    assert check in results, sorted(results)
+    return results[check].passed, results[check].error
+
+
+DUCK_OWNER = [row for row in OWNER_ATTACKS if row[1] is not None]
+
+
+@pytest.mark.parametrize("column_type, values, code, quality, check, verdict", [r[1:2] + r[3:] for r in DUCK_OWNER],
+                         ids=[r[0] for r in DUCK_OWNER])
+def test_a_duckdb_column_collation_cannot_change_what_a_check_means(tmp_path, column_type, values, code, quality,
+                                                                    check, verdict):
+    """Every comparison of text is byte by byte, whatever collation the file's owner gave the column."""
+    (tmp_path / "data").mkdir()
+    duckdb_with(tmp_path / "data" / "wh.duckdb", "CREATE SCHEMA analytics",
+                f"CREATE TABLE analytics.t (id INTEGER, code {column_type})",
+                f"CREATE TABLE analytics.u (code {column_type})", "INSERT INTO analytics.u VALUES ('abc')",
+                *(f"INSERT INTO analytics.t VALUES (1, '{v}')" for v in values))
+    doc = owner_contract({**DUCK, "database": "../data/wh.duckdb"}, code, quality)
+    assert _owner_verdict(tmp_path / "contracts", doc, {}, check) == (verdict, None)
+
+
+PG_OWNER = [row for row in OWNER_ATTACKS if row[2] is not None]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("column_type, values, code, quality, check, verdict", [r[2:] for r in PG_OWNER],
+                         ids=[r[0] for r in PG_OWNER])
+def test_a_postgresql_column_collation_or_type_cannot_change_what_a_check_means(
+        pg_database, tmp_path, column_type, values, code, quality, check, verdict):
+    """Every comparison of text is of the values as text, byte by byte (COLLATE "C"), whatever
+    collation, domain, citext or enum the schema's owner gave the column."""
+    import sqlalchemy as sa
+
+    from dq_contracts_tests.test_faults import pg_env, pg_server
+
+    engine = sa.create_engine(pg_database)
+    with engine.begin() as c:
+        for statement in (*PG_OWNER_SETUP, f"CREATE TABLE public.t (id INTEGER, code {column_type})",
+                          f"CREATE TABLE public.u (code {column_type})", "INSERT INTO public.u VALUES ('a')"
+                          if column_type == "public.lvl" else "INSERT INTO public.u VALUES ('abc')"):
+            c.exec_driver_sql(statement)
+        for value in values:
+            c.execute(sa.text("INSERT INTO public.t VALUES (1, :v)"), {"v": value})
+    engine.dispose()
+    doc = owner_contract(pg_server(pg_database), code, quality)
+    assert _owner_verdict(tmp_path / "contracts", doc, pg_env(pg_database), check) == (verdict, None)
+
+
+def _with_macro_in_its_log(wh: Path) -> None:
+    """A macro written to the file's write-ahead log only: the file itself keeps its bytes, and DuckDB
+    replays the log whenever it opens the file, read-only too."""
+    import duckdb
+
+    writer = duckdb.connect(str(wh))
+    writer.execute("SET checkpoint_threshold = '10GB'")
+    writer.execute("PRAGMA disable_checkpoint_on_shutdown")
+    writer.execute("CREATE MACRO length(a) AS 3")
+    writer.close()
+
+
+def _renamed_over(wh: Path) -> None:
+    evil = wh.with_name("evil.duckdb")
+    duckdb_with(evil, *TABLE, "CREATE MACRO length(a) AS 3")
+    os.replace(evil, wh)
+
+
+# (id, what the file's owner does to the file once its clean verdict is remembered)
+AFTER_A_CLEAN_VERDICT = [("a file renamed over it", _renamed_over),
+                         ("a macro in its write-ahead log", _with_macro_in_its_log)]
+
+
+@pytest.mark.parametrize("change", [row[1] for row in AFTER_A_CLEAN_VERDICT],
+                         ids=[row[0] for row in AFTER_A_CLEAN_VERDICT])
+def test_a_remembered_verdict_never_covers_a_file_changed_since(site, monkeypatch, change):
+    """A file's verdict is remembered (the catalog query costs more than a small check), by what the
+    file is: the unchanged file is not queried again; a file swapped, or given a write-ahead log,
+    is judged again and fails every check."""
+    from dq_contracts.engine import dialects
+
+    monkeypatch.setattr(dialects, "RACY_NS", 0)  # remember a verdict at once (else: 2 s after a write)
+    monkeypatch.setattr(dialects, "_VERDICTS", {})
+    write(site, contract({**DUCK, "database": "../data/wh.duckdb"}))
+    plan = load_contracts([site / "project" / "contracts"], environ={}).usable_plans[0]
+    with Warehouses({}) as warehouses:
+        assert {r.name: r.error for r in run_contract(plan, warehouses)}["schema"] is None
+    assert list(dialects._VERDICTS.values()) == [None]  # judged clean, remembered
+    monkeypatch.setattr(dialects, "REDEFINITIONS", "SELECT no_such_function()")  # a query would fail now
+    with Warehouses({}) as warehouses:
+        assert all(r.error is None for r in run_contract(plan, warehouses))  # not queried: the same file
+    monkeypatch.setattr(dialects, "REDEFINITIONS", REDEFINITIONS)
+    change(site / "project" / "data" / "wh.duckdb")
+    with Warehouses({}) as warehouses:
+        results = run_contract(plan, warehouses)
+    assert results and all(not r.passed and "macro main.length" in r.error for r in results), results[0].error
+
+
+# (what the schema's owner wrote, as a role that is no superuser: a function and a cast from a type
+# they own; the first answers for the `CAST(code AS text)` every comparison of text makes, the others
+# could answer for a comparison a check makes of another type; how the refusal names it)
+PG_CASTS = [
+    ("CREATE TYPE public.lvl AS ENUM ('b', 'a'); CREATE FUNCTION public.lie(public.lvl) RETURNS text"
+     " LANGUAGE sql IMMUTABLE AS $$SELECT 'a'::text$$; CREATE CAST (public.lvl AS text) WITH FUNCTION"
+     " public.lie(public.lvl) AS IMPLICIT", "CAST (lvl AS text) WITH FUNCTION lie(lvl)"),
+    ("CREATE TYPE public.lvl AS ENUM ('b', 'a'); CREATE FUNCTION public.lie(public.lvl) RETURNS varchar"
+     " LANGUAGE sql IMMUTABLE AS $$SELECT 'a'::varchar$$; CREATE CAST (public.lvl AS varchar) WITH FUNCTION"
+     " public.lie(public.lvl)", "CAST (lvl AS character varying) WITH FUNCTION lie(lvl)"),
+    ("CREATE TYPE public.pair AS (a text); CREATE FUNCTION public.n(public.pair) RETURNS integer"
+     " LANGUAGE sql IMMUTABLE AS $$SELECT 5$$; CREATE CAST (public.pair AS integer) WITH FUNCTION"
+     " public.n(public.pair) AS ASSIGNMENT", "CAST (pair AS integer) WITH FUNCTION n(pair)"),
+]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("statement, named", PG_CASTS, ids=[row[1] for row in PG_CASTS])
+def test_a_cast_the_schema_owner_wrote_fails_every_check(pg_database, tmp_path, statement, named):
+    """A cast is found by its types whatever the search path: a database holding one its owner wrote
+    a function for is not judged (the owner's function would answer for `CAST(code AS text)`)."""
+    import sqlalchemy as sa
+
+    from dq_contracts_tests.test_faults import pg_env, pg_server
+
+    engine = sa.create_engine(pg_database)
+    with engine.begin() as c:
+        owner = "dq_owner_" + sa.make_url(pg_database).database  # roles are the cluster's: one per test
+        c.exec_driver_sql(f"CREATE ROLE {owner}")
+        c.exec_driver_sql(f"GRANT CREATE ON SCHEMA public TO {owner}")
+        c.exec_driver_sql(f"SET ROLE {owner}")  # no superuser needed to write a cast from one's own type
+        c.exec_driver_sql(statement)
+        c.exec_driver_sql("CREATE TABLE public.t (id INTEGER, code public.lvl)" if "lvl" in statement else
+                          "CREATE TABLE public.t (id INTEGER, code text)")
+        c.exec_driver_sql("INSERT INTO public.t VALUES (1, 'b')")
+        c.exec_driver_sql("CREATE TABLE public.u (code text)")
+    engine.dispose()
+    valid = {"quality": [{"metric": "invalidValues", "arguments": {"validValues": ["a"]}, "mustBe": 0}]}
+    doc = owner_contract(pg_server(pg_database), valid, {})
+    contracts = tmp_path / "contracts"
+    contracts.mkdir()
+    (contracts / "owner.odcs.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    environ = pg_env(pg_database)
+    plan = load_contracts([contracts], environ=environ).usable_plans[0]
+    with Warehouses(environ) as warehouses:
+        results = run_contract(plan, warehouses)
+    assert results and [r.name for r in results if r.passed] == []
+    assert all(named in r.error and "cast its owner wrote" in r.error for r in results), results[0].error
+
+
+# (a partition of a case-blind column holding 'eu', 'EU' and 'us': its key, or the values of a range
+# of static partitions; its rows)
+CASE_BLIND_PARTITIONS = [("eu", 1), (("eu", "us"), 2)]
+
+
+@pytest.mark.parametrize("key, rows", CASE_BLIND_PARTITIONS, ids=["eu", "a range eu...us"])
+def test_a_partition_of_a_case_blind_column_reads_its_own_rows(tmp_path, key, rows):
+    """Partition 'eu' is the rows whose value is 'eu' byte by byte, not the 'EU' rows a NOCASE column
+    holds too (their failing rows would count against it, or a clean partition's hide them)."""
+    from dq_contracts.engine.runner import run_object
+    from dq_contracts.odcs.partitions import Partition, partition_for
+
+    (tmp_path / "data").mkdir()
+    duckdb_with(tmp_path / "data" / "wh.duckdb", "CREATE SCHEMA analytics",
+                f"CREATE TABLE analytics.t (id INTEGER, code {NOCASE})", f"CREATE TABLE analytics.u (code {NOCASE})",
+                "INSERT INTO analytics.t VALUES (1, 'eu'), (2, 'EU'), (3, 'us')")
+    doc = owner_contract({**DUCK, "database": "../data/wh.duckdb"}, {}, {
+        "quality": [{"metric": "rowCount", "mustBeGreaterThan": 0}],
+        "customProperties": [{"property": "dagsterPartitions",
+                              "value": {"type": "static", "values": ["eu", "us"], "column": "code"}}]})
+    contracts = tmp_path / "contracts"
+    contracts.mkdir()
+    (contracts / "owner.odcs.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    loaded = load_contracts([contracts], environ={})
+    assert loaded.errors == [], [(p.path, p.message) for p in loaded.errors]
+    plan = loaded.usable_plans[0]
+    obj = next(o for o in plan.objects if o.name == "t")
+    connection = connection_for(plan.servers[0], {}, str(contracts))
+    engine = engine_for(connection)
+    partition = (partition_for(obj.partitioning, key) if isinstance(key, str) else
+                 Partition("...".join(key), "code", "string", values=key))
+    try:
+        results = {r.name: r for r in run_object(plan, obj, engine, schema=connection.schema, selected=["row_count"],
+                                                 partition=partition)}
+    finally:
+        engine.dispose()
+    assert (results["row_count"].observed, results["row_count"].error) == (rows, None)

@@ -11,6 +11,7 @@ its clause function, and its cases (README: "Adding a check kind").
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from dataclasses import KW_ONLY, dataclass, replace
 from typing import Any, Callable
 
@@ -19,6 +20,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from dq_contracts.odcs.plans import CheckPlan, ObjectPlan
 from dq_contracts.engine.sql import (
+    as_bytes,
     compound_duplicates,
     orphan_samples,
     orphans,
@@ -81,6 +83,17 @@ def _column(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
     return checked.table.c[check.params["column"]]
 
 
+def _compared(check: CheckPlan, checked: CheckedObject, values: Iterable[Any] = ()) -> ColumnElement:
+    """The check's column as compared with `values` (CheckedObject.compared)."""
+    return checked.compared(check.params["column"], _column(check, checked), values)
+
+
+def _as_text(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
+    """The check's column as a regular expression reads it: always text, byte by byte (a pattern
+    under a nondeterministic collation is an error on PostgreSQL)."""
+    return as_bytes(_column(check, checked), checked.dialect)
+
+
 def _count_where(condition: ColumnElement) -> ColumnElement:
     return sa.func.count(sa.case((condition, 1)))
 
@@ -122,18 +135,19 @@ def _length(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
 
 def _pattern(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
     col = _column(check, checked)
-    return sa.and_(col.is_not(None), sa.not_(dialect_of(checked.dialect).regex(col, check.params["pattern"])))
+    return sa.and_(col.is_not(None),
+                   sa.not_(dialect_of(checked.dialect).regex(_as_text(check, checked), check.params["pattern"])))
 
 
 def _accepted(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
-    col = _column(check, checked)
-    return sa.and_(col.is_not(None), col.not_in(check.params["values"]))
+    col, values = _column(check, checked), check.params["values"]
+    return sa.and_(col.is_not(None), _compared(check, checked, values).not_in(values))
 
 
 def _missing(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
     col, values = _column(check, checked), check.params["values"]
     present = [v for v in values if v is not None]
-    conditions = [col.in_(present)] if present else []
+    conditions = [_compared(check, checked, present).in_(present)] if present else []
     if None in values:
         conditions.append(col.is_(None))
     return sa.or_(*conditions)
@@ -143,9 +157,9 @@ def _invalid(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
     p, col = check.params, _column(check, checked)
     invalid = []
     if p.get("valid_values") is not None:
-        invalid.append(col.not_in(p["valid_values"]))
+        invalid.append(_compared(check, checked, p["valid_values"]).not_in(p["valid_values"]))
     if p.get("pattern") is not None:
-        invalid.append(sa.not_(dialect_of(checked.dialect).regex(col, p["pattern"])))
+        invalid.append(sa.not_(dialect_of(checked.dialect).regex(_as_text(check, checked), p["pattern"])))
     return sa.and_(col.is_not(None), sa.or_(*invalid))
 
 
@@ -181,11 +195,16 @@ def _row_level(name: str, violation: Violation, identity: tuple[str, ...], words
         return key, _count_where(violation(check, checked))
 
     def samples(check: CheckPlan, checked: CheckedObject, limit: int) -> sa.Select:
-        col = _column(check, checked)
-        return sa.select(col).where(violation(check, checked)).group_by(col).order_by(col).limit(limit)
+        col = _compared(check, checked, _sampled_values(check))  # distinct as the check tells values apart
+        return sa.select(col.label(check.params["column"])).where(violation(check, checked)).group_by(col) \
+            .order_by(col).limit(limit)
 
     return Kind(name, measure=measure, judge=judge_count, samples=samples, sample_columns=_one_column,
                 failing_rows=_rows_where(violation), violation=violation, identity=identity, words=words, **extra)
+
+
+def _sampled_values(check: CheckPlan) -> list[Any]:
+    return list(check.params.get("values") or check.params.get("valid_values") or [])
 
 
 def _nulls(check: CheckPlan, checked: CheckedObject) -> tuple[str, ColumnElement]:
@@ -217,8 +236,9 @@ def _duplicates(check: CheckPlan, checked: CheckedObject) -> tuple[str, ColumnEl
     is_key = check.kind == "primary_key"  # a key also has no NULL
     prefix = "pk:" if is_key else "dups:"
     if _single(check) is None:  # a compound key: its own GROUP BY, as a subquery of the table's statement
-        return prefix + ",".join(key), compound_duplicates(checked.table, key, count_nulls=is_key).scalar_subquery()
-    col = checked.table.c[_single(check)]
+        return prefix + ",".join(key), compound_duplicates(checked.table, key, count_nulls=is_key,
+                                                           compared=checked.key).scalar_subquery()
+    col = checked.key(_single(check), checked.table.c[_single(check)])
     extra = sa.func.count(col) - sa.func.count(sa.distinct(col))
     return prefix + _single(check), (sa.func.count() - sa.func.count(col)) + extra if is_key else extra
 
@@ -234,7 +254,7 @@ def _keys_apart(check: CheckPlan) -> bool:
 
 def _key_groups(check: CheckPlan, checked: CheckedObject, *, null_keys: bool = False) -> sa.Select:
     """The key values held by more than one row (with null_keys, and the keys with a NULL part)."""
-    cols = [checked.table.c[c] for c in check.params["columns"]]
+    cols = [checked.key(c, checked.table.c[c]).label(c) for c in check.params["columns"]]
     complete = sa.and_(*(c.is_not(None) for c in cols))
     repeated = sa.func.count() > 1
     groups = sa.select(*cols).group_by(*cols)
@@ -244,7 +264,7 @@ def _key_groups(check: CheckPlan, checked: CheckedObject, *, null_keys: bool = F
 def _duplicate_samples(check: CheckPlan, checked: CheckedObject, limit: int) -> sa.Select | None:
     if _single(check) is None:
         return None
-    col = checked.table.c[_single(check)]
+    col = checked.key(_single(check), checked.table.c[_single(check)])
     return _key_groups(check, checked).order_by(col).limit(limit)
 
 
@@ -293,19 +313,21 @@ def _relationship_tables(check: CheckPlan, checked: CheckedObject) -> tuple[sa.T
 def _relationship(check: CheckPlan, checked: CheckedObject, connection: sa.Connection) -> Any:
     source, target = _relationship_tables(check, checked)
     return execute(connection, orphans(source, check.params["columns"], target,
-                                       check.params["target_columns"])).scalar()
+                                       check.params["target_columns"], checked.key)).scalar()
 
 
 def _relationship_samples(check: CheckPlan, checked: CheckedObject, limit: int) -> sa.Select:
     source, target = _relationship_tables(check, checked)
-    return orphan_samples(source, check.params["columns"], target, check.params["target_columns"], limit)
+    return orphan_samples(source, check.params["columns"], target, check.params["target_columns"], limit,
+                          checked.key)
 
 
 def _orphan_rows(check: CheckPlan, checked: CheckedObject) -> sa.Select:
     """Every row whose key points at nothing: the samples' condition, on a table that also names the row."""
     source = _listing(check, checked).table
     _, target = _relationship_tables(check, checked)
-    orphaned = orphan_samples(source, check.params["columns"], target, check.params["target_columns"])
+    orphaned = orphan_samples(source, check.params["columns"], target, check.params["target_columns"],
+                              compared=checked.key)
     return sa.select(*source.c).where(orphaned.whereclause)
 
 

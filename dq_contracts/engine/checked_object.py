@@ -3,13 +3,29 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.sql.elements import ColumnElement
 
-from dq_contracts.engine.sql import restricted, table_for
-from dq_contracts.odcs.plans import ObjectPlan
+from dq_contracts.engine.sql import as_bytes, restricted, table_for
+from dq_contracts.odcs.plans import ColumnPlan, ObjectPlan
+
+# Words of a physicalType that name a text type (VARCHAR, CHAR(3), TEXT, citext, STRING, CLOB)
+TEXT_TYPES = ("char", "text", "string", "clob")
+
+
+def is_text(column: ColumnPlan | None, values: Iterable[Any] = ()) -> bool:
+    """Whether a column's values are compared as text: its logicalType is string; with none, its
+    physicalType names a text type, or every value it is compared with is text."""
+    if column is not None and column.logical_type:
+        return str(column.logical_type).lower() == "string"
+    if column is not None and column.physical_type and any(w in str(column.physical_type).lower() for w in TEXT_TYPES):
+        return True
+    present = [v for v in values if v is not None]
+    return bool(present) and all(isinstance(v, str) for v in present)
 
 
 @dataclass(frozen=True)
@@ -34,4 +50,13 @@ class CheckedObject:
         if self.partition is None:
             return self.other_table(self.obj.physical_name, columns)
         table = self.other_table(self.obj.physical_name, [*columns, *self.partition.columns])
-        return restricted(table, columns, self.partition, self.obj.physical_name.split(".")[-1])
+        return restricted(table, columns, self.partition, self.obj.physical_name.split(".")[-1], self.dialect)
+
+    def compared(self, name: str, column: ColumnElement, values: Iterable[Any] = ()) -> ColumnElement:
+        """A column of the object as every check compares it: a text column's values byte by byte
+        (sql.as_bytes), whatever collation or type the warehouse gave it; any other as it is."""
+        return as_bytes(column, self.dialect) if is_text(self.obj.column(name), values) else column
+
+    def key(self, name: str, column: ColumnElement) -> ColumnElement:
+        """A key column as grouped, counted distinct and joined (sql.Compared)."""
+        return self.compared(name, column)

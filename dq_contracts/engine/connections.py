@@ -20,7 +20,9 @@ DuckDB check sessions (a `duckdb` server, or a file server that DuckDB reads) ar
 one per object checked in parallel), spilling to `_TEMP_DIRECTORY` (default: a `dq_contracts_spill`
 folder in the system's temp folder), with `_THREADS` threads (default DuckDB's: every core). They
 install and load no extension, and a warehouse file that defines macros (or types named like
-built-in ones) is refused: its objects would change what the checks' SQL means.
+built-in ones) is refused: its objects would change what the checks' SQL means. A PostgreSQL
+database holding a cast its owner wrote a function for is refused for the same reason (a cast is
+found by its types, whatever the search path). Both checks are the dialect rows' (engine/dialects.py).
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@ dialect name, `url.get_backend_name()`), and `GENERIC` for any other.
 
 A row says how a connection is built and opened, how a session is made read-only and time-limited
 (`begin`, `interrupt`, `server_timeout`), how a 2- or 3-part table name is quoted, the regex, length
-and epoch functions the check kinds call, the catalog query of the schema check, how its type names
-are normalised, and how many measures one statement holds. What ODCS says about the server type (its
+and epoch functions the check kinds call, how text is compared byte by byte (`binary_text`), the
+catalog query of the schema check, how its type names are normalised, and how many measures one
+statement holds. What ODCS says about the server type (its
 names, sqlglot dialect, default schema, case) is its row in odcs/servers.py.
 
 A dialect whose row has no `begin` cannot make a session read-only and time-limited here: the engine
@@ -16,6 +17,8 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -55,6 +58,15 @@ def _epoch(value: ColumnElement) -> ColumnElement:
     return sa.extract("epoch", value)
 
 
+def _binary_text(text_type: type, collation: str) -> Callable[[ColumnElement], ColumnElement]:
+    """Text compared byte by byte, whatever the warehouse's owner made the column compare as: a
+    collation (DuckDB's NOCASE, PostgreSQL's nondeterministic ICU ones, a domain carrying one) or a
+    type (citext groups and joins case-blind, an enum compares labels as its own). The value is cast
+    to plain text and put under the dialect's binary collation; DuckDB keeps a column's collation
+    through a cast, so the COLLATE is what drops it there."""
+    return lambda value: sa.cast(value, text_type).collate(collation)
+
+
 def _catalog_columns(connection: sa.Connection, prefix: list[str], name: str) -> list[dict[str, Any]]:
     """The table's columns as SQLAlchemy's inspector reads the catalog; [] when there is no table."""
     try:
@@ -70,6 +82,11 @@ def no_server_timeout(exc: BaseException) -> bool:
 
 class MissingTable(Exception):
     """The table is not in the catalog."""
+
+
+class RedefinitionError(ValueError):
+    """A warehouse file defines functions or types (a PostgreSQL database, casts) that would change
+    what the checks mean."""
 
 
 # Type names spelt differently by warehouses and by people, to one spelling each
@@ -132,7 +149,55 @@ def _postgres_catalog(connection: sa.Connection, prefix: list[str], name: str) -
 
 
 def _postgres_regex(column: ColumnElement, pattern: str) -> ColumnElement:
-    return column.op("~")(sa.bindparam(None, pattern, type_=sa.String))
+    # a comparison: its type stays boolean when the column is an expression (a COLLATE) of no type
+    return column.op("~", is_comparison=True)(sa.bindparam(None, pattern, type_=sa.String))
+
+
+def _postgres_prepare(engine: sa.Engine, connection: Any) -> None:
+    @sa.event.listens_for(engine, "connect")
+    def refuse(dbapi_connection, _record) -> None:
+        refuse_casts(dbapi_connection, connection.url.database)
+
+
+# On PostgreSQL, the schema's owner cannot reach pg_catalog (check sessions resolve names there
+# alone), but a cast is found by its source and target types, never by the search path: the owner
+# of a type (an enum, a composite) may write `CREATE CAST (their_type AS text) WITH FUNCTION f AS
+# IMPLICIT`, and f then answers for every comparison of that type's values as text or as another
+# type. A cast with a function that no extension installed is refused; casts to or from a domain
+# are never used, and WITH INOUT casts call the types' own input and output. Every name and
+# operator is qualified with pg_catalog: the connection's search path is not yet the session's.
+USER_CASTS = """
+SELECT pg_catalog.format_type(c.castsource, NULL), pg_catalog.format_type(c.casttarget, NULL),
+       pg_catalog.format('%s', c.castfunc::pg_catalog.regprocedure)
+FROM pg_catalog.pg_cast AS c
+JOIN pg_catalog.pg_type AS s ON s.oid OPERATOR(pg_catalog.=) c.castsource
+JOIN pg_catalog.pg_type AS t ON t.oid OPERATOR(pg_catalog.=) c.casttarget
+WHERE c.oid OPERATOR(pg_catalog.>=) '16384'::pg_catalog.oid AND c.castmethod OPERATOR(pg_catalog.=) 'f'
+  AND s.typtype OPERATOR(pg_catalog.<>) 'd' AND t.typtype OPERATOR(pg_catalog.<>) 'd'
+  AND NOT EXISTS (SELECT FROM pg_catalog.pg_depend AS d
+                  WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_cast'::pg_catalog.regclass
+                    AND d.objid OPERATOR(pg_catalog.=) c.oid AND d.deptype OPERATOR(pg_catalog.=) 'e')
+ORDER BY 1, 2
+"""
+
+
+def refuse_casts(dbapi_connection: Any, database: str | None) -> None:
+    """Refuse a database holding a cast its owner wrote (USER_CASTS): one statement per new
+    connection, outside any transaction."""
+    autocommit = dbapi_connection.autocommit
+    dbapi_connection.autocommit = True  # no BEGIN and ROLLBACK around a catalog read
+    try:
+        with dbapi_connection.cursor() as cursor:
+            cursor.execute(USER_CASTS)
+            found = cursor.fetchall()
+    finally:
+        dbapi_connection.autocommit = autocommit
+    if found:
+        shown = ", ".join(f"CAST ({s} AS {t}) WITH FUNCTION {f}" for s, t, f in found[:10]) + (
+            f" and {len(found) - 10} more" if len(found) > 10 else "")
+        raise RedefinitionError(f"the PostgreSQL database {database} holds {shown}: a cast its owner wrote "
+                                "answers for the comparisons of its types, so none of its checks runs (drop the "
+                                "cast, or use WITH INOUT)")
 
 
 # -- DuckDB -------------------------------------------------------------------------------------------
@@ -195,14 +260,70 @@ ORDER BY 1
 """
 
 
-class RedefinitionError(ValueError):
-    """A warehouse file defines functions or types that would change what the checks mean."""
+# The verdicts of the files this process judged, by what each file was (file_identity): the
+# catalog query costs 40 to 60 ms (duckdb_functions() lists every built-in), more than a clean
+# check of 200,000 rows, and an engine opens one connection per run, so the verdict is kept for
+# the process, not the engine. The oldest go first beyond VERDICTS_KEPT.
+VERDICTS_KEPT = 256
+_VERDICTS: dict[tuple, str | None] = {}
+_VERDICTS_LOCK = threading.Lock()
+
+# A file changed this recently may change again within the same tick of the file system's clock,
+# keeping its identity: its verdict is not remembered (git's "racy" rule).
+RACY_NS = 2_000_000_000
+
+
+def file_identity(database: str | None) -> tuple | None:
+    """What a DuckDB file is now, with its write-ahead log (DuckDB replays it when opening): device,
+    inode, size, mtime and ctime of each. Any rename, link or write changes the ctime, which no
+    one but root can set back. None when the file cannot be read or changed within RACY_NS: then
+    nothing is remembered."""
+    if not database:
+        return None
+    parts: list[Any] = []
+    for path in (database, database + ".wal"):
+        try:
+            found = os.stat(path)
+        except FileNotFoundError:
+            parts.append(None)  # no log: a log written later is another identity
+            continue
+        except OSError:
+            return None
+        if time.time_ns() - max(found.st_ctime_ns, found.st_mtime_ns) < RACY_NS:
+            return None
+        parts.append((found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns))
+    return None if parts[0] is None else tuple(parts)
 
 
 def refuse_redefinitions(dbapi_connection: Any, database: str | None) -> None:
+    """Refuse the file if it redefines what the checks call (REDEFINITIONS). The verdict is kept by
+    the file's real path and identity (file_identity) read after DuckDB opened it and again after
+    the query: a file swapped or written in between, or just before, is judged again on its next
+    connection, and a verdict is only ever reused for a file no one has touched since."""
+    key = _verdict_key(database)
+    if key is not None:
+        with _VERDICTS_LOCK:
+            known = _VERDICTS.get(key, False)
+        if known is not False:
+            _raise_if_found(known, database)
+            return
     found = [row[0] for row in dbapi_connection.execute(REDEFINITIONS).fetchall()]
-    if found:
-        shown = ", ".join(found[:10]) + (f" and {len(found) - 10} more" if len(found) > 10 else "")
+    shown = (", ".join(found[:10]) + (f" and {len(found) - 10} more" if len(found) > 10 else "")) if found else None
+    if key is not None and _verdict_key(database) == key:
+        with _VERDICTS_LOCK:
+            _VERDICTS[key] = shown
+            while len(_VERDICTS) > VERDICTS_KEPT:
+                del _VERDICTS[next(iter(_VERDICTS))]
+    _raise_if_found(shown, database)
+
+
+def _verdict_key(database: str | None) -> tuple | None:
+    identity = file_identity(database)
+    return None if identity is None or not database else (os.path.realpath(database), identity)
+
+
+def _raise_if_found(shown: str | None, database: str | None) -> None:
+    if shown:
         raise RedefinitionError(f"the DuckDB file {database} defines {shown}: a warehouse file cannot redefine "
                                 "what the checks call, so none of its checks runs (drop them from the file, or "
                                 "check a copy without them)")
@@ -219,7 +340,7 @@ def _duckdb_interrupt(connection: sa.Connection) -> Callable[[], None]:
 
 
 def _duckdb_regex(column: ColumnElement, pattern: str) -> ColumnElement:
-    return sa.func.regexp_matches(column, sa.bindparam(None, pattern, type_=sa.String))
+    return sa.func.regexp_matches(column, sa.bindparam(None, pattern, type_=sa.String), type_=sa.Boolean)
 
 
 # -- the rows -----------------------------------------------------------------------------------------
@@ -243,6 +364,8 @@ class Dialect:
     regex: Callable[[ColumnElement, str], ColumnElement]
     length: Callable[[ColumnElement], ColumnElement]
     epoch: Callable[[ColumnElement], ColumnElement]
+    # a text value as every check compares it, byte by byte (_binary_text); None: as the column compares
+    binary_text: Callable[[ColumnElement], ColumnElement] | None
     catalog_columns: Callable[[sa.Connection, list[str], str], list[dict[str, Any]]]  # the schema check's
     type_spellings: Mapping[str, str]  # type-name normalisation (schema_check.normalise_type)
     measures_per_statement: int  # a wide table's aggregate is split into statements of at most this
@@ -255,25 +378,27 @@ class Dialect:
 GENERIC = Dialect(
     name="", driver=None, engine_options=lambda connection: {}, prepare=None, settings=(), begin=None,
     interrupt=None, server_timeout=no_server_timeout, names_need_schema=False, qualifier=qualifier, regex=_regex,
-    length=_length, epoch=_epoch, catalog_columns=_catalog_columns, type_spellings=TYPE_SPELLINGS,
-    measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT,
+    length=_length, epoch=_epoch, binary_text=None, catalog_columns=_catalog_columns,
+    type_spellings=TYPE_SPELLINGS, measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT,
     distinct_counts_per_statement=DEFAULT_MEASURES_PER_STATEMENT, key_groups=False)
 
 DIALECTS: dict[str, Dialect] = {
     # PostgreSQL refuses a target list of more than 1,664 entries; it has no bounded aggregate, and
     # its COUNT(DISTINCT …) is faster than its hash GROUP BY (2M rows: 0.57 s against 2.37 s)
     "postgresql": Dialect(
-        name="postgresql", driver="postgresql+psycopg2", engine_options=_postgres_options, prepare=None,
-        settings=(), begin=_postgres_begin, interrupt=None, server_timeout=_postgres_timeout,
-        names_need_schema=True, qualifier=qualifier, regex=_postgres_regex, length=_length, epoch=_epoch,
-        catalog_columns=_postgres_catalog, type_spellings=TYPE_SPELLINGS, measures_per_statement=1500,
-        distinct_counts_per_statement=1500, key_groups=False),
+        name="postgresql", driver="postgresql+psycopg2", engine_options=_postgres_options,
+        prepare=_postgres_prepare, settings=(), begin=_postgres_begin, interrupt=None,
+        server_timeout=_postgres_timeout, names_need_schema=True, qualifier=qualifier, regex=_postgres_regex,
+        length=_length, epoch=_epoch, binary_text=_binary_text(sa.Text, "C"), catalog_columns=_postgres_catalog,
+        type_spellings=TYPE_SPELLINGS, measures_per_statement=1500, distinct_counts_per_statement=1500,
+        key_groups=False),
     # DuckDB holds a hash table for each distinct count at once
     "duckdb": Dialect(
         name="duckdb", driver="duckdb", engine_options=_duckdb_options, prepare=_duckdb_confine,
         settings=DUCKDB_SETTINGS, begin=_duckdb_begin, interrupt=_duckdb_interrupt,
         server_timeout=no_server_timeout, names_need_schema=False, qualifier=qualifier, regex=_duckdb_regex,
-        length=_length, epoch=_epoch, catalog_columns=_catalog_columns, type_spellings=TYPE_SPELLINGS,
+        length=_length, epoch=_epoch, binary_text=_binary_text(sa.String, "binary"),
+        catalog_columns=_catalog_columns, type_spellings=TYPE_SPELLINGS,
         measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT, distinct_counts_per_statement=50,
         key_groups=True),
 }

@@ -238,7 +238,7 @@ def _run_key_groups(column: str, keys: dict[str, tuple[bool, Any]], checked: Che
     classified) its 5 smallest repeated keys. False if the statement failed for a reason of its own."""
     # the table with this one column: SQLAlchemy's cache key walks every column of a FROM, which on
     # a table of 1,000 key columns cost more than the statements themselves
-    col = checked.own_table([column]).c[column]
+    col = checked.key(column, checked.own_table([column]).c[column])  # text byte by byte, whatever its collation
     groups = sa.select(col.label("k"), sa.func.count().label("n")).group_by(col).subquery("g")
     present = groups.c.k.is_not(None)
     measures = [sa.func.coalesce(sa.func.sum(groups.c.n - 1).filter(present), 0).label("repeated"),
