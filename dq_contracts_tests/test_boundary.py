@@ -505,7 +505,7 @@ def test_a_postgresql_column_collation_or_type_cannot_change_what_a_check_means(
     collation, domain, citext or enum the schema's owner gave the column."""
     import sqlalchemy as sa
 
-    from dq_contracts_tests.test_faults import pg_env, pg_server
+    from dq_contracts_tests.support import pg_env, pg_server
 
     engine = sa.create_engine(pg_database)
     with engine.begin() as c:
@@ -591,7 +591,7 @@ def test_a_cast_the_schema_owner_wrote_fails_every_check(pg_database, tmp_path, 
     a function for is not judged (the owner's function would answer for `CAST(code AS text)`)."""
     import sqlalchemy as sa
 
-    from dq_contracts_tests.test_faults import pg_env, pg_server
+    from dq_contracts_tests.support import pg_env, pg_server
 
     engine = sa.create_engine(pg_database)
     with engine.begin() as c:
