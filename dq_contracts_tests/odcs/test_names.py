@@ -62,7 +62,7 @@ def test_plan_names_the_schedules_dagster_defines():
 
     from dq_contracts.dagster_defs.definitions import build_contract_defs
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     shown = subprocess.run([sys.executable, "-m", "dq_contracts.cli", "plan", "contracts"], cwd=root,
                            capture_output=True, text=True, timeout=120, check=True).stdout
     planned = set(re.findall(r"\[schedule (\S+) with contract_jobs=True\]", shown))

@@ -19,7 +19,7 @@ from dq_contracts.odcs.params import Params
 NEVER_A_CHECK = {"option:*", "quality:text", "quality:custom", "quality:v30_rule", "sla:*"}
 # ODCS v3's data-quality dimensions
 DIMENSIONS = {"accuracy", "completeness", "conformity", "consistency", "coverage", "timeliness", "uniqueness"}
-CASES = yaml.safe_load((Path(__file__).parent / "cases" / "clauses.yaml").read_text())
+CASES = yaml.safe_load((Path(__file__).parents[1] / "odcs" / "cases" / "clauses.yaml").read_text())
 
 
 def test_the_wings_tables_have_the_same_kinds():

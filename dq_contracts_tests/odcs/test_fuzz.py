@@ -7,7 +7,7 @@ has a message, names the file and renders. `dq-contracts validate` and `plan` ru
 The default run is short (150 examples, well under a minute). The long run, 5,000 examples
 (about 3-5 minutes on 2 cores):
 
-    DQ_FUZZ=long .venv/bin/python -m pytest -q dq_contracts_tests/test_fuzz.py
+    DQ_FUZZ=long .venv/bin/python -m pytest -q dq_contracts_tests/odcs/test_fuzz.py
 
 Profiles: DQ_FUZZ=ci (default) or DQ_FUZZ=long. No example database is written (database=None):
 a failure prints the falsifying document and a @reproduce_failure blob instead.

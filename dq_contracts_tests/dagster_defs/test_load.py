@@ -4,7 +4,7 @@ every check with Dagster's multiprocess executor records every result: none lost
 CI runs 8 contracts (each op is a process of its own: about 5 s of CPU to start and rebuild the
 job); the full size (500 contracts, 10,000 clauses) is one variable away:
 
-    DQ_LOAD_CONTRACTS=500 .venv/bin/python -m pytest -q dq_contracts_tests/test_load.py -s
+    DQ_LOAD_CONTRACTS=500 .venv/bin/python -m pytest -q dq_contracts_tests/dagster_defs/test_load.py -s
 """
 
 from __future__ import annotations
