@@ -40,6 +40,7 @@ from dq_contracts.odcs.declaration import (ServerDeclaration, declaration_of, de
                                    env_prefix, inside,
                                    is_regular, is_remote, local_path, location_refusal, real_roots, server_name)
 from dq_contracts.odcs.declaration import Files
+from dq_contracts.odcs.servers import FORMAT_EXTENSIONS
 
 
 @dataclass(frozen=True)
@@ -88,13 +89,16 @@ def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None 
         return Connection(url, _schema_of(url, schema), tuple(s for s in (url.password,) if s), None,
                           _settings(url.get_backend_name(), declaration), credentials_read_only=vouched)
     if is_file_server(server):
-        path = str(server["path"])
+        path, fmt = str(server["path"]), str(server["format"]).lower()
+        extensions = FORMAT_EXTENSIONS.get(fmt, ())
         if root is not None or declaration.roots or is_remote(path):
-            _refuse(location_refusal(path, folder, declaration, root, "path"), name)
+            _refuse(location_refusal(path, folder, declaration, root, "path", extensions), name)
         if not is_remote(path):
             path = os.path.normpath(local_path(path, folder))
         roots = () if is_remote(path) else real_roots(declaration, root)
-        files = Files(str(server["format"]).lower(), path, roots)  # csv: DuckDB detects the delimiter
+        # csv: DuckDB detects the delimiter; no hidden file, and with no roots declared only files
+        # named for the format, whatever the glob matches
+        files = Files(fmt, path, roots, extensions, any_name=bool(declaration.roots))
         return Connection(sa.URL.create(row.dialect, database=":memory:"), None, (), files,
                           _settings(row.dialect, declaration))
     if row is not None and row.database_file:

@@ -18,6 +18,7 @@ from dq_contracts.engine.runner import run_object
 from dq_contracts.engine.sessions import DEFAULT_TIMEOUT_SECONDS
 from dq_contracts.engine.results import CheckResult, result_of
 from dq_contracts.engine.results import scrub
+from dq_contracts.odcs.declaration import declared_secrets
 
 
 class ServerChoiceError(ValueError):
@@ -104,7 +105,7 @@ def run_contract(
     try:
         server = choose_server(plan, server_name)
         engine, connection = warehouses.engine(server, plan.folder, plan.root)
-        secrets = connection.secrets
+        secrets = tuple(dict.fromkeys((*connection.secrets, *declared_secrets(warehouses.environ))))
         # one connection attempt first: an unreachable server fails every check once, quickly
         with engine.connect():
             pass

@@ -121,6 +121,20 @@ def scrub(message: str, secrets: Iterable[str] = ()) -> str:
 
 
 
+def masked(value: Any, secrets: Iterable[str]) -> Any:
+    """A value a check shows (a sample, an observed text) with every known secret masked, inside
+    lists and tuples too: a table that holds a password (a file server reading a settings file)
+    shows `***` in its place."""
+    if isinstance(value, str):
+        for secret in secrets:
+            if secret and secret in value:
+                value = value.replace(secret, "***")
+        return value
+    if isinstance(value, (list, tuple)):
+        return type(value)(masked(v, secrets) for v in value)
+    return value
+
+
 def withheld(exc: BaseException, clause: str, why: str) -> str:
     """A failure told by its kind alone: the exception's class, the driver's class and SQLSTATE
     where the driver gives them (psycopg2's `pgcode`), and the clause; never the message, which a

@@ -24,7 +24,7 @@ from dq_contracts.odcs.check_kinds import PER_PARTITION, reach_of
 from dq_contracts.odcs.partitions import Partition
 from dq_contracts.odcs.plans import CheckPlan, ContractPlan, ObjectPlan
 from dq_contracts.engine.sql import render, table_for
-from dq_contracts.engine.results import CheckResult, error_of, result_of, touches_classified, unevaluated
+from dq_contracts.engine.results import CheckResult, error_of, masked, result_of, touches_classified, unevaluated
 from dq_contracts.engine.samples import SAMPLE_LIMIT, _add_samples
 from dq_contracts.engine.sessions import DEFAULT_TIMEOUT_SECONDS, Session
 from dq_contracts.engine.results import Measured
@@ -134,6 +134,9 @@ def _run_checks(contract: ContractPlan, obj: ObjectPlan, engine: sa.Engine, chec
             results[check.name] = _judged(check, checked, session, measured, result, failure)
         failing = [(c, results[c.name]) for c in runnable if not results[c.name].passed and results[c.name].error is None]
         _add_samples(failing, checked, session, error_text, measured)
+    if secrets:  # before the sentences, which quote samples
+        for r in results.values():
+            r.samples, r.observed = masked(r.samples, secrets), masked(r.observed, secrets)
     return [_worded(c, results[c.name]) for c in checks]
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import replace
 from typing import Callable
 
+from dq_contracts.odcs.declaration import Files, is_remote, local_path, resolved
 from dq_contracts.odcs.plans import CheckPlan, ContractPlan, ObjectPlan
+from dq_contracts.odcs.servers import is_file_server
 
 
 def _table_key(server: tuple[tuple, str | None, Callable[[str], str]], physical_name: str) -> str:
@@ -22,21 +25,45 @@ _ANY_SERVER = ((), None, str.lower)
 
 
 
+def _file_patterns(plan: ContractPlan, physical_name: str) -> tuple[str, ...]:
+    """What an object of a file server reads, as resolved globs in lower case, on every file server
+    of its contract: a file is the table there, and its physicalName (`./people`, `sub/../people`,
+    any name on a server whose path names the file) need not say which."""
+    found = []
+    for server in plan.servers:
+        if is_file_server(dict(server)):
+            pattern = Files(str(server.get("format")), str(server["path"])).pattern_of(physical_name)
+            found.append((pattern if is_remote(pattern) else resolved(local_path(pattern, plan.folder))).lower())
+    return tuple(found)
+
+
+def _same_files(ours: tuple[str, ...], theirs: tuple[str, ...]) -> bool:
+    """Whether two objects' globs may read one file: equal, or one matching the other (fnmatch's `*`
+    spans folders too, so this errs on the side of one file)."""
+    return any(a == b or fnmatch.fnmatchcase(a, b) or fnmatch.fnmatchcase(b, a) for a in ours for b in theirs)
+
+
 def share_classification(plans: list[ContractPlan]) -> list[ContractPlan]:
     """Every plan with each column classified that any plan of `plans` classifies on the same
-    physical table (a table of that name, in any case, on any server: `_table_key`): a second
-    contract cannot declassify a column by leaving `classification` out. A column classified only
-    by another file says which (`ColumnPlan.classified_by`). The union is over the contracts loaded
-    together: a file checked alone knows only its own classifications."""
+    physical table (a table of that name, in any case, on any server: `_table_key`; on a file
+    server, any object whose files may be the same: `_file_patterns`): a second contract cannot
+    declassify a column by leaving `classification` out, nor by naming its file another way. A
+    column classified only by another file says which (`ColumnPlan.classified_by`). The union is
+    over the contracts loaded together: a file checked alone knows only its own classifications."""
     servers = {id(plan): [_ANY_SERVER] for plan in plans}
     by_table: dict[tuple, dict[str, tuple[str, str]]] = {}  # table -> folded column -> (classification, file)
+    by_files: list[tuple[tuple[str, ...], dict[str, tuple[str, str]]]] = []  # classified file objects
     for plan in plans:
         for server in servers[id(plan)]:
             for obj in plan.objects:
                 found = by_table.setdefault(_table_key(server, obj.physical_name), {})
-                for column in obj.columns:
-                    if column.classified and not column.classified_by:
-                        found.setdefault(server[2](column.physical_name), (str(column.classification), plan.file))
+                classified = {server[2](c.physical_name): (str(c.classification), plan.file)
+                              for c in obj.columns if c.classified and not c.classified_by}
+                for column, source in classified.items():
+                    found.setdefault(column, source)
+                patterns = _file_patterns(plan, obj.physical_name) if classified else ()
+                if patterns:
+                    by_files.append((patterns, classified))
     if not any(by_table.values()):
         return plans
     out = []
@@ -46,6 +73,11 @@ def share_classification(plans: list[ContractPlan]) -> list[ContractPlan]:
             for server in servers[id(plan)]:
                 for column, source in by_table.get(_table_key(server, physical_name), {}).items():
                     merged.setdefault(column, source)
+            patterns = _file_patterns(plan, physical_name) if by_files else ()
+            for theirs, columns in by_files if patterns else ():
+                if _same_files(patterns, theirs):
+                    for column, source in columns.items():
+                        merged.setdefault(column, source)
             return merged
 
         fold = servers[id(plan)][0][2] if servers[id(plan)] else str.lower
@@ -63,7 +95,6 @@ def share_classification(plans: list[ContractPlan]) -> list[ContractPlan]:
         objects = tuple(classify(o) for o in plan.objects)
         out.append(plan if objects == plan.objects else replace(plan, objects=objects))
     return out
-
 
 
 def _shared_check(check: CheckPlan, union, fold, shared_tables: dict[int, dict]) -> CheckPlan:

@@ -34,7 +34,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Mapping
 from urllib.parse import unquote, urlsplit
 
-from dq_contracts.odcs.servers import is_file_server, local, same_type, server_type
+from dq_contracts.odcs.servers import FORMAT_EXTENSIONS, is_file_server, local, same_type, server_type
 
 # (field, the variable's suffix, how a list is split: None for one value)
 FIELDS: tuple[tuple[str, str, str | None], ...] = (
@@ -98,6 +98,26 @@ class ServerDeclaration:
     @property
     def variables(self) -> str:
         return env_prefix(self.name) + "_*"
+
+
+def declared_secrets(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """Every password the operator declared, for any server (`_PASSWORD`, a `_URL`'s): masked in
+    everything a check shows, whichever server it ran on, so that no table can carry one out."""
+    environ = os.environ if environ is None else environ
+    found = []
+    for key, value in environ.items():
+        if not (key.startswith("DQ_CONTRACTS_") and value):
+            continue
+        if key.endswith("_PASSWORD"):
+            found.append(value)
+        elif key.endswith("_URL"):
+            try:
+                password = urlsplit(value).password
+            except ValueError:
+                password = None
+            if password:
+                found.extend((password, unquote(password)))
+    return tuple(dict.fromkeys(s for s in found if len(s) >= 4))  # a 1-3 character mask would mask everything
 
 
 def env_prefix(server_name: str) -> str:
@@ -168,10 +188,22 @@ def _split_glob(location: str) -> tuple[str, str]:
     return location[:cut], location[cut:]
 
 
+def hidden_below(real: str, roots: tuple[str, ...]) -> bool:
+    """Whether a path holds a hidden name (`.env`, `.git`, `.dagster`) below the root it is in:
+    such files hold a project's settings and secrets, never its data."""
+    for root in roots:
+        base = root.rstrip(os.sep)
+        if real == base or real.startswith(base + os.sep):
+            return any(part.startswith(".") for part in real[len(base):].split(os.sep) if part)
+    return False
+
+
 def location_refusal(location: str, folder: str | None, declaration: ServerDeclaration,
-                     root: str | None, what: str) -> str | None:
+                     root: str | None, what: str, extensions: tuple[str, ...] = ()) -> str | None:
     """Why the operator's declaration does not let a contract open `location` (a DuckDB database,
-    a file server's path), or None. `what` names the field in the message."""
+    a file server's path), or None. `what` names the field in the message. A file server's path
+    (`extensions`: its format's file names) never names a hidden file or folder below the roots,
+    and in the default binding (no roots declared) only files named for its format."""
     if location == "" or location.startswith(":memory:"):  # DuckDB's in-memory databases, named or not
         return None
     if is_remote(location):
@@ -189,15 +221,27 @@ def location_refusal(location: str, folder: str | None, declaration: ServerDecla
     if not roots or not inside(real.rstrip(os.sep), roots):
         return (f"{what} {location!r} resolves to {real}, outside the folders the operator lets server "
                 f"{declaration.name!r} open ({', '.join(roots) or 'none'}; set {env_prefix(declaration.name)}_ROOTS)")
+    if extensions and hidden_below(real, roots):
+        return (f"{what} {location!r} names a hidden file or folder ({real}): a project's hidden files hold "
+                "its settings and secrets, never a table")
+    if extensions and not declaration.roots and not real.lower().endswith(extensions):
+        return (f"{what} {location!r} is not named as a {'/'.join(extensions)} file: with no roots declared, a "
+                f"file server reads only files named for its format (or set {env_prefix(declaration.name)}_ROOTS "
+                "to the folder of its files)")
     return None
 
 
-def regular_files(pattern: str, roots: tuple[str, ...]) -> list[str]:
+def regular_files(pattern: str, roots: tuple[str, ...], extensions: tuple[str, ...] = (),
+                  any_name: bool = False) -> list[str]:
     """The regular files a local glob matches inside `roots`, as real paths: a FIFO, a device, a
-    socket or a folder is left out (os.stat, never open: open blocks on a FIFO)."""
+    socket or a folder is left out (os.stat, never open: open blocks on a FIFO). For a file server
+    (`extensions`: its format's file names) so is a hidden file, and unless `any_name` (the operator
+    declared the roots) a file not named for the format."""
     found = []
     for match in sorted(globbing.glob(pattern, recursive=True)):
         real = os.path.realpath(match)
+        if extensions and (hidden_below(real, roots) or not (any_name or real.lower().endswith(extensions))):
+            continue
         if inside(real, roots) and is_regular(real):
             found.append(real)
     return list(dict.fromkeys(found))
@@ -302,7 +346,7 @@ def server_refusals(server: Mapping[str, Any], index: int, contract_file: str, f
             return found
         for physical in physical_names or ("",):
             problem = location_refusal(files.pattern_of(physical) if physical else files.path, folder, declaration,
-                                       root, "path")
+                                       root, "path", FORMAT_EXTENSIONS.get(files.format.lower(), ()))
             if problem:
                 found.append(([*at, "path"], f"server {name!r}: {problem}"))
                 break
@@ -347,6 +391,8 @@ class Files:
     format: str
     path: str  # resolved: a relative local path is read from the contract's folder
     roots: tuple[str, ...] = ()  # real paths the server may open; () for a remote location
+    extensions: tuple[str, ...] = ()  # its format's file names (servers.FORMAT_EXTENSIONS)
+    any_name: bool = False  # the operator declared the roots: a file of any (not hidden) name
 
     def path_of(self, physical_name: str) -> str | list[str]:
         """What DuckDB reads for the object: a remote location as written; a local glob expanded
@@ -354,7 +400,7 @@ class Files:
         pattern = self.pattern_of(physical_name)
         if is_remote(pattern):
             return pattern
-        found = regular_files(pattern, self.roots)
+        found = regular_files(pattern, self.roots, self.extensions, self.any_name)
         if not found:
             raise FileNotFoundError(f"no regular file inside the operator's roots matches {pattern}")
         return found

@@ -60,6 +60,11 @@ _BY_NAME = {name: row for row in SERVER_TYPES for name in row.names}
 _BY_DIALECT = {row.dialect: row for row in reversed(SERVER_TYPES) if row.dialect and not row.files}
 
 FILE_FORMATS = {"csv", "parquet", "json"}
+# What a file of each format is named: in the default binding (no roots declared) a file server
+# reads only such files, so that a contract cannot read the project's other files (`.env`,
+# `dagster.yaml`, …) as a table
+FORMAT_EXTENSIONS = {"csv": (".csv", ".tsv", ".csv.gz", ".tsv.gz"), "parquet": (".parquet",),
+                     "json": (".json", ".jsonl", ".ndjson", ".json.gz", ".jsonl.gz", ".ndjson.gz")}
 
 
 def server_type(name: object) -> ServerType | None:

@@ -1,0 +1,124 @@
+"""A file server's boundary, as a hostile contract meets it with the default binding (no variable
+set): the file is the table, whatever a physicalName calls it, and the project's own files are
+never a table. One row per attack; each is run with the command a user runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+SSNS = ["123-45-6789", "987-65-4321", "555-11-2222"]
+PASSWORD = "S3cretPW-planted"
+
+
+def contract(name: str, server: dict, obj: dict) -> dict:
+    return {"apiVersion": "v3.1.0", "kind": "DataContract", "id": name, "version": "1.0.0", "status": "active",
+            "servers": [server], "schema": [obj]}
+
+
+def files(path: str, server: str = "files") -> dict:
+    return {"server": server, "type": "local", "format": "csv", "path": path}
+
+
+def ssn(classified: bool) -> dict:
+    column = {"name": "ssn", "logicalType": "string", "logicalTypeOptions": {"pattern": "^X"}}
+    return {**column, "classification": "pii"} if classified else column
+
+
+VICTIM = contract("victim", files("../data/{model}.csv"), {"name": "people", "properties": [ssn(True)]})
+
+# (attack, the attacker's server, its object): each reads data/people.csv under another name
+DECLASSIFYING = [
+    ("a dot path", files("../data/{model}.csv"), {"name": "stolen", "physicalName": "./people"}),
+    ("a climbing path", files("../data/{model}.csv"), {"name": "stolen", "physicalName": "sub/../people"}),
+    ("a server naming the file", files("../data/people.csv", "files2"), {"name": "stolen", "physicalName": "x"}),
+    ("a glob over the folder", files("../data/*.csv", "files3"), {"name": "stolen", "physicalName": "any"}),
+    ("another case of the name", files("../data/{model}.csv"), {"name": "stolen", "physicalName": "People"}),
+]
+
+
+def check(folder: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dq_contracts.cli", "check", "contracts", "--format", "json"],
+                          cwd=folder, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **(env or {})})
+
+
+def write(folder: Path, name: str, doc: dict) -> None:
+    (folder / "contracts").mkdir(parents=True, exist_ok=True)
+    (folder / "contracts" / f"{name}.odcs.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+
+
+@pytest.mark.parametrize("attack, server, obj", DECLASSIFYING, ids=[a[0] for a in DECLASSIFYING])
+def test_a_file_is_classified_whatever_a_contract_calls_it(tmp_path, attack, server, obj):
+    (tmp_path / "data" / "sub").mkdir(parents=True)  # a folder to climb out of
+    (tmp_path / "data" / "people.csv").write_text("id,ssn\n" + "".join(f"{i},{s}\n" for i, s in enumerate(SSNS)))
+    write(tmp_path, "victim", VICTIM)
+    write(tmp_path, "attacker", contract("attacker", server, {**obj, "properties": [ssn(False)]}))
+    proc = check(tmp_path)
+    results = [r for r in json.loads(proc.stdout)["results"]
+               if r["asset_key"] != ["people"] and r["name"] == "ssn__pattern"]
+    assert len(results) == 1, proc.stdout[-2000:]
+    # the attacker's check ran on the file (a case it cannot read fails for want of the file)
+    assert all(not r["passed"] for r in results)
+    for value in SSNS:
+        assert value not in proc.stdout + proc.stderr, attack
+
+
+# (attack, the file, its contents, the server's path, refused when it loads): the project's own
+# files are never a table (a glob that could also match data loads, and matches none of them)
+PROJECT_FILES = [
+    ("the project's .env", ".env", f"DQ_CONTRACTS_PROD_PASSWORD={PASSWORD}\n", "../.env", True),
+    ("a file in a hidden folder", ".secrets/keys.csv", f"key\n{PASSWORD}\n", "../.secrets/keys.csv", True),
+    ("a hidden folder through a glob", ".secrets/keys.csv", f"key\n{PASSWORD}\n", "../*/keys.csv", False),
+    ("a hidden file through a glob", ".keys.csv", f"key\n{PASSWORD}\n", "../*keys.csv", False),
+    ("the instance settings", "dagster.yaml", f"password: {PASSWORD}\n", "../dagster.yaml", True),
+    ("a settings file through a glob", "settings.ini", f"[x]\npassword={PASSWORD}\n", "../settings*", True),
+]
+
+
+@pytest.mark.parametrize("attack, name, text, path, refused", PROJECT_FILES, ids=[a[0] for a in PROJECT_FILES])
+def test_a_file_server_reads_no_file_of_the_project_that_is_not_data(tmp_path, attack, name, text, path, refused):
+    (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / name).write_text(text)
+    write(tmp_path, "leak", contract("leak", files(path), {"name": "t", "properties": [
+        {"name": "key", "logicalType": "string", "logicalTypeOptions": {"pattern": "^$"}}]}))
+    proc = check(tmp_path)
+    assert PASSWORD not in proc.stdout + proc.stderr, attack
+    validated = subprocess.run([sys.executable, "-m", "dq_contracts.cli", "validate", "contracts"], cwd=tmp_path,
+                               capture_output=True, text=True, timeout=120)
+    assert (validated.returncode, "servers[0].path" in validated.stdout) == ((1, True) if refused else (0, False))
+    if not refused:  # it loads, and its checks fail for want of a file
+        assert all(not r["passed"] for r in json.loads(proc.stdout)["results"])
+
+
+def test_declared_roots_read_any_name_but_never_a_hidden_one(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "export.txt").write_text("key\nvalue\n")
+    (tmp_path / "data" / ".hidden.csv").write_text(f"key\n{PASSWORD}\n")
+    write(tmp_path, "named", contract("named", files("../data/export.txt"), {"name": "t", "properties": [
+        {"name": "key", "logicalType": "string", "logicalTypeOptions": {"pattern": "^v"}}]}))
+    env = {"DQ_CONTRACTS_FILES_ROOTS": str(tmp_path / "data")}
+    proc = check(tmp_path, env)
+    assert [r["passed"] for r in json.loads(proc.stdout)["results"] if r["name"] == "key__pattern"] == [True]
+    write(tmp_path, "named", contract("named", files("../data/*.csv"), {"name": "t", "properties": [
+        {"name": "key", "logicalType": "string", "logicalTypeOptions": {"pattern": "^$"}}]}))
+    proc = check(tmp_path, env)
+    assert PASSWORD not in proc.stdout + proc.stderr
+
+
+def test_a_password_the_operator_declared_is_masked_in_what_a_table_shows(tmp_path):
+    """Defence in depth: were a table to hold a declared password, its samples and sentence say ***."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "t.csv").write_text(f"key\nuser={PASSWORD}\n")
+    write(tmp_path, "t", contract("t", files("../data/{model}.csv"), {"name": "t", "properties": [
+        {"name": "key", "logicalType": "string", "logicalTypeOptions": {"pattern": "^$"}}]}))
+    proc = check(tmp_path, {"DQ_CONTRACTS_PROD_PASSWORD": PASSWORD})
+    result = next(r for r in json.loads(proc.stdout)["results"] if r["name"] == "key__pattern")
+    assert not result["passed"] and result["samples"] == ["user=***"], result
+    assert PASSWORD not in proc.stdout + proc.stderr
