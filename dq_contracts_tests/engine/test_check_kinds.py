@@ -1,6 +1,7 @@
 """One row per check kind, split by wing and keyed alike: the ODCS row (odcs/check_kinds.py) and the
 engine's (engine/check_kinds.py). Every kind has every field in both, the two tables have the same
-keys, every clause the rows name is a clause of the clause table, and every kind has its cases."""
+keys, every clause the rows name is a clause of the clause table, and every kind has its cases: the
+compiler's (odcs/cases/clauses.yaml) and the engine's (engine/cases/<kind>.yaml)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ NEVER_A_CHECK = {"option:*", "quality:text", "quality:custom", "quality:v30_rule
 # ODCS v3's data-quality dimensions
 DIMENSIONS = {"accuracy", "completeness", "conformity", "consistency", "coverage", "timeliness", "uniqueness"}
 CASES = yaml.safe_load((Path(__file__).parents[1] / "odcs" / "cases" / "clauses.yaml").read_text())
+ENGINE_CASES = {path.stem: yaml.safe_load(path.read_text()) for path in (Path(__file__).parent / "cases").glob("*.yaml")}
 
 
 def test_the_wings_tables_have_the_same_kinds():
@@ -69,3 +71,11 @@ def test_every_kind_has_its_cases():
     """cases/clauses.yaml holds what the compiler makes of each kind's clauses."""
     cased = {case["expect"]["kind"] for case in CASES if "kind" in case["expect"]}
     assert cased == set(CHECK_KINDS)
+
+
+def test_every_kind_has_its_engine_cases():
+    """engine/cases/<kind>.yaml holds what the engine says of each kind on a small table: at least one
+    case that passes and one that fails, and no file is named after a kind that does not exist."""
+    assert set(ENGINE_CASES) - set(CHECK_KINDS) == set(), "a cases file of no kind"
+    verdicts = {kind: {case["expect"]["passed"] for case in ENGINE_CASES.get(kind) or []} for kind in CHECK_KINDS}
+    assert {kind: v for kind, v in verdicts.items() if v != {True, False}} == {}

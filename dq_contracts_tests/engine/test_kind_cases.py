@@ -1,0 +1,122 @@
+"""The engine's cases, one file per check kind (cases/<kind>.yaml), as sqlfluff keeps rule cases: a
+snippet of a contract, a small table, and what the engine must say of it, on DuckDB and PostgreSQL.
+
+A case holds `case` (its name); the ODCS snippet as odcs/cases/clauses.yaml writes it (`property`
+goes into the object `t`, `object` keys are merged into it, `sla` is one slaProperties item, `api`
+the apiVersion); `columns` (name: SQL type) and `rows` (lists in the columns' order); `now` for
+freshness; `expect`: `passed`, and where useful `observed`, `row_count`, `samples`, `error` (a part
+of the error's text). Every column the snippet does not declare is declared with the logicalType of
+its SQL type, unless the case lists it in `undeclared`. `check` names the check when the snippet makes
+more than one of the file's kind. `xfail: <why>` (or `{duckdb: <why>}`, `{postgres: <why>}`) marks a
+wrong verdict kept as a case until the engine is fixed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+import yaml
+
+from dq_contracts.engine.runner import run_object
+from dq_contracts.odcs.load import load_contracts
+
+CASES_DIR = Path(__file__).parent / "cases"
+KIND_CASES = {path.stem: yaml.safe_load(path.read_text()) for path in sorted(CASES_DIR.glob("*.yaml"))}
+CASES = [(kind, case) for kind, cases in KIND_CASES.items() for case in cases]
+
+CASE_KEYS = {"case", "api", "property", "object", "sla", "columns", "rows", "now", "undeclared", "check",
+             "expect", "xfail"}
+EXPECT_KEYS = {"passed", "observed", "row_count", "samples", "error"}
+
+# SQL type name -> (SQLAlchemy type, the ODCS logicalType a column of it is declared with)
+TYPES = {
+    "INTEGER": (sa.Integer, "integer"),
+    "BIGINT": (sa.BigInteger, "integer"),
+    "VARCHAR": (sa.String, "string"),
+    "TEXT": (sa.Text, "string"),
+    "DECIMAL": (sa.Numeric, "number"),
+    "DOUBLE": (sa.Float, "number"),
+    "BOOLEAN": (sa.Boolean, "boolean"),
+    "DATE": (sa.Date, "date"),
+    "TIMESTAMP": (sa.DateTime, "timestamp"),
+}
+
+
+def column_type(sql_type: str) -> tuple[sa.types.TypeEngine, str]:
+    """`VARCHAR(8)` -> (String(8), "string"): the SQL type of a case's column and its logicalType."""
+    name, args = re.fullmatch(r"\s*(\w+)\s*(?:\(([\d,\s]*)\))?\s*", sql_type).groups()
+    factory, logical = TYPES[name.upper()]
+    return factory(*(int(a) for a in args.split(","))) if args else factory(), logical
+
+
+def contract(case: dict) -> dict:
+    obj = {"name": "t", "physicalName": "t", **{k: v for k, v in (case.get("object") or {}).items()}}
+    declared = ([case["property"]] if "property" in case else []) + list(obj.get("properties") or [])
+    names = {p["name"] for p in declared} | set(case.get("undeclared") or ())
+    fillers = [{"name": name, "logicalType": column_type(sql)[1]}
+               for name, sql in case["columns"].items() if name not in names]
+    obj["properties"] = declared + fillers
+    doc = {"apiVersion": case.get("api", "v3.1.0"), "kind": "DataContract", "id": "c", "version": "1.0.0",
+           "status": "active", "schema": [obj]}
+    if "sla" in case:
+        doc["slaProperties"] = [case["sla"]]
+    return doc
+
+
+def fill(engine: sa.Engine, case: dict) -> None:
+    """The case's table `t`, built and filled with SQLAlchemy Core."""
+    table = sa.Table("t", sa.MetaData(), *(sa.Column(name, column_type(sql)[0])
+                                           for name, sql in case["columns"].items()))
+    table.metadata.create_all(engine)
+    rows = [dict(zip(case["columns"], row, strict=True)) for row in case.get("rows") or []]
+    if rows:
+        with engine.begin() as c:
+            c.execute(sa.insert(table), rows)
+
+
+def utc(moment: dt.datetime | None) -> dt.datetime | None:
+    return moment.replace(tzinfo=dt.timezone.utc) if moment and moment.tzinfo is None else moment
+
+
+def same(expected, observed) -> bool:
+    if isinstance(expected, float) and observed is not None:
+        return float(observed) == pytest.approx(expected)
+    return expected == observed
+
+
+@pytest.mark.parametrize("kind, case", CASES, ids=[f"{kind}/{case['case']}" for kind, case in CASES])
+def test_kind_case(kind, case, warehouse, tmp_path, request):
+    assert set(case) <= CASE_KEYS and set(case["expect"]) <= EXPECT_KEYS, "a key the cases do not know"
+    backend = request.node.callspec.params["warehouse"]
+    why = case.get("xfail")
+    why = why.get(backend) if isinstance(why, dict) else why
+    if why:
+        request.applymarker(pytest.mark.xfail(reason=why, strict=True))
+    path = tmp_path / "c.odcs.yaml"
+    path.write_text(yaml.safe_dump(contract(case)))
+    loaded = load_contracts([path])
+    assert loaded.problems == [], [p.message for p in loaded.problems]
+    plan = loaded.plans[0]
+    checks = [c for c in plan.objects[0].checks if c.kind == kind and c.name == case.get("check", c.name)]
+    assert len(checks) == 1, [(c.name, c.kind) for c in plan.objects[0].checks]
+
+    engine = warehouse[2]
+    fill(engine, case)
+    [result] = run_object(plan, plan.objects[0], engine, selected=[checks[0].name], now=utc(case.get("now")))
+    said = dict(passed=result.passed, observed=result.observed, row_count=result.row_count,
+                samples=result.samples, error=result.error, message=result.message)
+    expect = case["expect"]
+    assert result.passed is expect["passed"], said
+    for key in ("observed", "row_count"):
+        if key in expect:
+            assert same(expect[key], said[key]), said
+    if "samples" in expect:
+        assert sorted(map(str, result.samples)) == sorted(map(str, expect["samples"])), said
+    if "error" in expect:
+        assert expect["error"] in (result.error or ""), said
+    else:
+        assert result.error is None, said
