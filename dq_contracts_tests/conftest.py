@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from dq_contracts_tests.support import pg_env, pg_server, start_cluster
+from dq_contracts_tests.support import start_cluster, start_mariadb, warehouse_of
 
 
 @pytest.fixture
@@ -47,9 +47,39 @@ def pg_database(postgres):
 @pytest.fixture(params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])
 def warehouse(request, tmp_path):
     """(server entry, environment, writable engine) of a fresh warehouse."""
-    if request.param == "duckdb":
-        path = tmp_path / "wh.duckdb"
-        return {"server": "local", "type": "duckdb", "database": str(path), "schema": "main"}, {}, \
-            sa.create_engine(f"duckdb:///{path}")
-    url = request.getfixturevalue("pg_database")
-    return pg_server(url), pg_env(url), sa.create_engine(url)
+    return warehouse_of(request, request.param, tmp_path)
+
+
+@pytest.fixture(scope="session")
+def mariadb():
+    """One MariaDB server for the whole session, with a user `dq_reader` granted nothing yet."""
+    from dq_contracts_tests.mariadbcluster import READER, READER_PASSWORD
+
+    server = start_mariadb()
+    admin = sa.create_engine(server.url())
+    with admin.begin() as c:
+        c.execute(sa.text(f"CREATE USER '{READER}'@'127.0.0.1' IDENTIFIED BY :pw"), {"pw": READER_PASSWORD})
+    admin.dispose()
+    yield server
+    server.destroy()
+
+
+@pytest.fixture
+def mariadb_database(mariadb):
+    """A fresh database of its own for one test: (the root's URL, the URL of a user granted SELECT on
+    it alone)."""
+    import uuid
+
+    from dq_contracts_tests.mariadbcluster import READER, READER_PASSWORD
+
+    name = "t_" + uuid.uuid4().hex[:12]
+    admin = sa.create_engine(mariadb.url())
+    with admin.begin() as c:
+        c.exec_driver_sql(f"CREATE DATABASE `{name}`")
+        c.exec_driver_sql(f"GRANT SELECT ON `{name}`.* TO '{READER}'@'127.0.0.1'")
+    admin.dispose()
+    yield mariadb.url(name), mariadb.url(name, READER, READER_PASSWORD)
+    admin = sa.create_engine(mariadb.url())
+    with admin.begin() as c:
+        c.exec_driver_sql(f"DROP DATABASE `{name}`")
+    admin.dispose()

@@ -72,6 +72,45 @@ def start_cluster():
         pytest.skip(str(exc))
 
 
+def start_mariadb():
+    """A new MariaDB server on 127.0.0.1; CI must have the server, elsewhere the test may skip."""
+    from dq_contracts_tests.mariadbcluster import MariaDB
+
+    try:
+        return MariaDB.start()
+    except FileNotFoundError as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(str(exc))
+
+
+def mysql_server(url: str) -> dict:
+    parsed = sa.make_url(url)
+    return {"server": "my", "type": "mysql", "host": parsed.host, "port": parsed.port, "database": parsed.database}
+
+
+def mysql_env(url: str) -> dict:
+    """The operator's endpoint for server `my`, and its word that the credentials can only read."""
+    parsed = sa.make_url(url)
+    return {"DQ_CONTRACTS_MY_HOST": parsed.host, "DQ_CONTRACTS_MY_PORT": str(parsed.port),
+            "DQ_CONTRACTS_MY_USER": parsed.username, "DQ_CONTRACTS_MY_PASSWORD": parsed.password,
+            "DQ_CONTRACTS_MY_READ_ONLY": "true"}
+
+
+def warehouse_of(request, backend: str, tmp_path: Path) -> tuple[dict, dict, sa.Engine]:
+    """(server entry, environment, writable engine) of a fresh warehouse of `backend`; on MariaDB the
+    environment names a user that may only read it (mariadb_database)."""
+    if backend == "duckdb":
+        path = tmp_path / "wh.duckdb"
+        return {"server": "local", "type": "duckdb", "database": str(path), "schema": "main"}, {}, \
+            sa.create_engine(f"duckdb:///{path}")
+    if backend == "mariadb":
+        admin, reader = request.getfixturevalue("mariadb_database")
+        return mysql_server(reader), mysql_env(reader), sa.create_engine(admin)
+    url = request.getfixturevalue("pg_database")
+    return pg_server(url), pg_env(url), sa.create_engine(url)
+
+
 # In a run that builds every demo table ("Materialize all"), this relationship reads customers, which
 # fails ERROR (blocking) clauses, so Dagster skips it; run alone, it passes.
 SKIPPED_IN_A_FULL_RUN = {("orders", "customer_id__references_customers")}

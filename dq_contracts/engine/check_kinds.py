@@ -165,7 +165,8 @@ def _invalid(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
 
 def _multiple(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
     divisor = sa.cast(sa.bindparam(None, str(check.params["divisor"]), type_=sa.String), sa.Numeric(38, 10))
-    return sa.cast(_column(check, checked), sa.Numeric(38, 10)) % divisor != 0
+    # abs: MariaDB's remainder of a negative multiple is a negative zero, which it finds unequal to 0
+    return sa.func.abs(sa.cast(_column(check, checked), sa.Numeric(38, 10)) % divisor) != 0
 
 
 def _listing(check: CheckPlan, checked: CheckedObject) -> CheckedObject:

@@ -10,7 +10,8 @@ names, sqlglot dialect, default schema, case) is its row in odcs/servers.py.
 
 A dialect whose row has no `begin` cannot make a session read-only and time-limited here: the engine
 refuses it (connections.connection_for, sessions._begin) unless the operator declares that its
-credentials can only read (`DQ_CONTRACTS_<SERVER>_READ_ONLY=true`).
+credentials can only read (`DQ_CONTRACTS_<SERVER>_READ_ONLY=true`). So is one whose session could
+undo its own read-only mode (`needs_read_only_credentials`: MySQL), though its `begin` still sets it.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from typing import Any, Callable, Mapping
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
+from dq_contracts.engine import dialect_mysql
 from dq_contracts.odcs.declaration import env_prefix
+from dq_contracts.odcs.servers import DIALECT_SPELLINGS
 
 
 # -- quoting, functions, catalog: what every dialect shares unless its row says otherwise ------------
@@ -373,6 +376,12 @@ class Dialect:
     # a key column's repeated rows, NULLs and 5 smallest repeated keys from one GROUP BY (a bounded
     # `min(key, 5)`), so a failing unique or primary key needs no second pass for samples
     key_groups: bool
+    # the session's read-only mode is one the session itself could undo (MySQL): only the operator's
+    # read-only credentials make it hold, so a row with `begin` is still refused without `_READ_ONLY`
+    needs_read_only_credentials: bool
+    # one row of array subqueries serves a table's bounded samples (samples._bounded_samples); False
+    # where the server has no array (MySQL): each failing clause's samples query runs alone
+    sample_arrays: bool
 
 
 GENERIC = Dialect(
@@ -380,7 +389,8 @@ GENERIC = Dialect(
     interrupt=None, server_timeout=no_server_timeout, names_need_schema=False, qualifier=qualifier, regex=_regex,
     length=_length, epoch=_epoch, binary_text=None, catalog_columns=_catalog_columns,
     type_spellings=TYPE_SPELLINGS, measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT,
-    distinct_counts_per_statement=DEFAULT_MEASURES_PER_STATEMENT, key_groups=False)
+    distinct_counts_per_statement=DEFAULT_MEASURES_PER_STATEMENT, key_groups=False,
+    needs_read_only_credentials=True, sample_arrays=True)
 
 DIALECTS: dict[str, Dialect] = {
     # PostgreSQL refuses a target list of more than 1,664 entries; it has no bounded aggregate, and
@@ -391,7 +401,7 @@ DIALECTS: dict[str, Dialect] = {
         server_timeout=_postgres_timeout, names_need_schema=True, qualifier=qualifier, regex=_postgres_regex,
         length=_length, epoch=_epoch, binary_text=_binary_text(sa.Text, "C"), catalog_columns=_postgres_catalog,
         type_spellings=TYPE_SPELLINGS, measures_per_statement=1500, distinct_counts_per_statement=1500,
-        key_groups=False),
+        key_groups=False, needs_read_only_credentials=False, sample_arrays=True),
     # DuckDB holds a hash table for each distinct count at once
     "duckdb": Dialect(
         name="duckdb", driver="duckdb", engine_options=_duckdb_options, prepare=_duckdb_confine,
@@ -400,21 +410,40 @@ DIALECTS: dict[str, Dialect] = {
         length=_length, epoch=_epoch, binary_text=_binary_text(sa.String, "binary"),
         catalog_columns=_catalog_columns, type_spellings=TYPE_SPELLINGS,
         measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT, distinct_counts_per_statement=50,
-        key_groups=True),
+        key_groups=True, needs_read_only_credentials=False, sample_arrays=True),
+    # MySQL and MariaDB (engine/dialect_mysql.py): read-only only by the operator's SELECT-only user;
+    # a table holds at most 4,096 columns, so a statement of 1,000 measures is well within its limits
+    "mysql": Dialect(
+        name="mysql", driver="mysql+pymysql", engine_options=dialect_mysql.options, prepare=None, settings=(),
+        begin=dialect_mysql.begin, interrupt=None, server_timeout=dialect_mysql.timed_out, names_need_schema=False,
+        qualifier=dialect_mysql.qualifier, regex=dialect_mysql.regex, length=dialect_mysql.length,
+        epoch=dialect_mysql.epoch, binary_text=dialect_mysql.binary_text,
+        catalog_columns=dialect_mysql.catalog_columns,
+        type_spellings={**TYPE_SPELLINGS, **dialect_mysql.TYPE_SPELLINGS}, measures_per_statement=1000,
+        distinct_counts_per_statement=100, key_groups=False, needs_read_only_credentials=True,
+        sample_arrays=False),
 }
+
 
 
 def dialect_of(name: str | None) -> Dialect:
     """The row of SQLAlchemy dialect `name`; GENERIC (no read-only session) for any other."""
-    return DIALECTS.get(str(name or "").lower(), GENERIC)
+    name = str(name or "").lower()
+    return DIALECTS.get(DIALECT_SPELLINGS.get(name, name), GENERIC)
 
 
 def read_only_refusal(name: str, server: str | None = None) -> str | None:
     """Why a connection in dialect `name` is refused when the operator has not declared its
     credentials read-only, or None when its row makes every session read-only and time-limited."""
-    if dialect_of(name).begin is not None:
+    row = dialect_of(name)
+    if row.begin is not None and not row.needs_read_only_credentials:
         return None
     variable = (env_prefix(server) if server is not None else "DQ_CONTRACTS_<SERVER>") + "_READ_ONLY"
+    if row.begin is not None:
+        return (f"{f'server {server!r}: ' if server is not None else ''}dialect {name!r}: a check session starts "
+                "READ ONLY with a statement timeout, but the session itself could undo READ ONLY, so only "
+                "credentials that can only read (a user granted SELECT alone) keep it read-only; not connecting "
+                f"until the operator declares {variable}=true for such a user")
     return (f"{f'server {server!r}: ' if server is not None else ''}dialect {name or '(none)'!r} has no row here "
             "that makes a check session read-only and time-limited (engine/dialects.py); not connecting (if its "
             f"credentials can only read, the operator declares {variable}=true: its statements then run with "

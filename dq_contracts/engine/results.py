@@ -106,6 +106,8 @@ def _jsonable(value: Any) -> Any:
         return value.isoformat()
     if value is None or isinstance(value, (int, str, bool)):
         return value
+    if isinstance(value, bytes):  # text compared as its bytes (MySQL's binary_text): its UTF-8 text
+        return value.decode("utf-8", "replace")
     number = float(value) if hasattr(value, "__float__") else None  # Decimal, numpy, float
     return number if number is not None and math.isfinite(number) else str(value)  # strict JSON: no NaN
 

@@ -7,6 +7,7 @@ from typing import Any, Iterable
 import sqlalchemy as sa
 
 from dq_contracts.engine.check_kinds import KINDS
+from dq_contracts.engine.dialects import dialect_of
 from dq_contracts.engine.results import CheckResult, _jsonable
 
 from dq_contracts.engine.checked_object import CheckedObject
@@ -109,6 +110,7 @@ def _bounded_samples(bounded: list[tuple[CheckPlan, CheckResult, sa.Select]], ch
     """One row: per clause, its sample query as an array subquery; a query of several columns (a
     compound key) runs on its own. If the row fails, each clause alone."""
     arrays, alone = [], []
+    together = together and dialect_of(checked.dialect).sample_arrays
     for check, result, statement in bounded:
         if together and len(statement.selected_columns) == 1:
             inner = statement.subquery()

@@ -42,7 +42,9 @@ SERVER_TYPES: tuple[ServerType, ...] = (
     _sql(("cloudsql",), "postgres", case_sensitive=True),
     _sql(("redshift",), "redshift"),
     _sql(("sqlite",), "sqlite"),
-    _sql(("mysql",), "mysql"),
+    # MySQL and MariaDB (ODCS has one type for both; sqlglot one dialect): a table is `database`.`table`,
+    # and a bare name means the connection's database. Column names match in any case
+    _sql(("mysql",), "mysql", dialect="mysql"),
     _sql(("sqlserver",), "tsql"),
     _sql(("snowflake",), "snowflake"),
     _sql(("bigquery",), "bigquery"),
@@ -58,6 +60,8 @@ SERVER_TYPES: tuple[ServerType, ...] = (
 _BY_NAME = {name: row for row in SERVER_TYPES for name in row.names}
 # the first SQL row of each dialect (rows sharing a dialect agree: test_servers)
 _BY_DIALECT = {row.dialect: row for row in reversed(SERVER_TYPES) if row.dialect and not row.files}
+# SQLAlchemy's name for a dialect that speaks another's SQL (a `mariadb://` URL's): that one's row
+DIALECT_SPELLINGS = {"mariadb": "mysql"}
 
 FILE_FORMATS = {"csv", "parquet", "json"}
 # What a file of each format is named: in the default binding (no roots declared) a file server
@@ -80,7 +84,8 @@ def local(server_type_name: object) -> bool:
 
 def server_type_of_dialect(dialect: str | None) -> ServerType | None:
     """The SQL server type whose connections speak SQLAlchemy dialect `dialect` (`postgresql`, `duckdb`)."""
-    return _BY_DIALECT.get(str(dialect or "").lower())
+    name = str(dialect or "").lower()
+    return _BY_DIALECT.get(DIALECT_SPELLINGS.get(name, name))
 
 
 def sqlglot_dialect(name: str | None) -> str | None:

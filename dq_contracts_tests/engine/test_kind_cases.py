@@ -1,5 +1,6 @@
 """The engine's cases, one file per check kind (cases/<kind>.yaml), as sqlfluff keeps rule cases: a
-snippet of a contract, a small table, and what the engine must say of it, on DuckDB and PostgreSQL.
+snippet of a contract, a small table, and what the engine must say of it, on DuckDB, PostgreSQL and MariaDB
+(there as a user granted SELECT alone, through the operator's declaration).
 
 A case holds `case` (its name); the ODCS snippet as odcs/cases/clauses.yaml writes it (`property`
 goes into the object `t`, `object` keys are merged into it, `sla` is one slaProperties item, `api`
@@ -7,7 +8,7 @@ the apiVersion); `columns` (name: SQL type) and `rows` (lists in the columns' or
 freshness; `expect`: `passed`, and where useful `observed`, `row_count`, `samples`, `error` (a part
 of the error's text). Every column the snippet does not declare is declared with the logicalType of
 its SQL type, unless the case lists it in `undeclared`. `check` names the check when the snippet makes
-more than one of the file's kind. `xfail: <why>` (or `{duckdb: <why>}`, `{postgres: <why>}`) marks a
+more than one of the file's kind. `xfail: <why>` (or `{duckdb: <why>}`, `{postgres: <why>}`, `{mariadb: <why>}`) marks a
 wrong verdict kept as a case until the engine is fixed.
 """
 
@@ -21,8 +22,12 @@ import pytest
 import sqlalchemy as sa
 import yaml
 
+from sqlalchemy.dialects import mysql
+
+from dq_contracts.engine.connections import connection_for, engine_for
 from dq_contracts.engine.runner import run_object
 from dq_contracts.odcs.load import load_contracts
+from dq_contracts_tests.support import warehouse_of
 
 CASES_DIR = Path(__file__).parent / "cases"
 KIND_CASES = {path.stem: yaml.safe_load(path.read_text()) for path in sorted(CASES_DIR.glob("*.yaml"))}
@@ -33,17 +38,22 @@ CASE_KEYS = {"case", "api", "property", "object", "sla", "columns", "rows", "now
 EXPECT_KEYS = {"passed", "observed", "row_count", "samples", "error"}
 
 # SQL type name -> (SQLAlchemy type, the ODCS logicalType a column of it is declared with)
+# (MySQL: a VARCHAR needs a length, a bare DECIMAL is DECIMAL(10,0), a DATETIME drops fractions)
 TYPES = {
     "INTEGER": (sa.Integer, "integer"),
     "BIGINT": (sa.BigInteger, "integer"),
-    "VARCHAR": (sa.String, "string"),
+    "VARCHAR": (lambda *a: sa.String(*a) if a else sa.String().with_variant(sa.String(255), "mysql"), "string"),
     "TEXT": (sa.Text, "string"),
-    "DECIMAL": (sa.Numeric, "number"),
-    "DOUBLE": (sa.Float, "number"),
+    "DECIMAL": (lambda *a: sa.Numeric(*a) if a else sa.Numeric().with_variant(sa.Numeric(38, 10), "mysql"),
+                "number"),
+    "DOUBLE": (sa.Double, "number"),
     "BOOLEAN": (sa.Boolean, "boolean"),
     "DATE": (sa.Date, "date"),
-    "TIMESTAMP": (sa.DateTime, "timestamp"),
+    "TIMESTAMP": (lambda: sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql"), "timestamp"),
 }
+
+WAREHOUSES = ["duckdb", pytest.param("postgres", marks=pytest.mark.postgres),
+              pytest.param("mariadb", marks=pytest.mark.mariadb)]
 
 
 def column_type(sql_type: str) -> tuple[sa.types.TypeEngine, str]:
@@ -88,6 +98,17 @@ def same(expected, observed) -> bool:
     return expected == observed
 
 
+@pytest.fixture(params=WAREHOUSES)
+def warehouse(request, tmp_path):
+    """conftest's warehouses, and MariaDB."""
+    return warehouse_of(request, request.param, tmp_path)
+
+
+def checking(backend: str, warehouse) -> sa.Engine:
+    """The engine the checks run on: on MariaDB the operator's, whose user may only read."""
+    return engine_for(connection_for(warehouse[0], warehouse[1])) if backend == "mariadb" else warehouse[2]
+
+
 @pytest.mark.parametrize("kind, case", CASES, ids=[f"{kind}/{case['case']}" for kind, case in CASES])
 def test_kind_case(kind, case, warehouse, tmp_path, request):
     assert set(case) <= CASE_KEYS and set(case["expect"]) <= EXPECT_KEYS, "a key the cases do not know"
@@ -106,7 +127,8 @@ def test_kind_case(kind, case, warehouse, tmp_path, request):
 
     engine = warehouse[2]
     fill(engine, case)
-    [result] = run_object(plan, plan.objects[0], engine, selected=[checks[0].name], now=utc(case.get("now")))
+    [result] = run_object(plan, plan.objects[0], checking(backend, warehouse), selected=[checks[0].name],
+                          now=utc(case.get("now")))
     said = dict(passed=result.passed, observed=result.observed, row_count=result.row_count,
                 samples=result.samples, error=result.error, message=result.message)
     expect = case["expect"]
