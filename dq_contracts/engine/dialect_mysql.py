@@ -98,11 +98,16 @@ def catalog_columns(connection: sa.Connection, prefix: list[str], name: str) -> 
     """The table's columns as SQLAlchemy's inspector reads them (SHOW CREATE TABLE); [] when there is
     no table."""
     try:
-        return sa.inspect(connection).get_columns(name, schema=prefix[0] if prefix else None)
+        columns = sa.inspect(connection).get_columns(name, schema=prefix[0] if prefix else None)
     except sa.exc.NoSuchTableError:
         return []
+    for column in columns:  # MySQL's BOOLEAN is stored as TINYINT(1), and its catalog says so
+        if isinstance(column["type"], mysql.TINYINT) and column["type"].display_width == 1:
+            column.update(type=sa.Boolean(), type_text="BOOLEAN")
+    return columns
 
 
-# How MySQL spells types (its catalog, or a person used to it), beside the shared spellings
-TYPE_SPELLINGS = {"datetime": "timestamp", "mediumint": "integer", "longtext": "varchar", "mediumtext": "varchar",
+# How MySQL spells types (its catalog, or a person used to it), beside the shared spellings: its
+# FLOAT has 4 bytes
+TYPE_SPELLINGS = {"datetime": "timestamp", "float": "real", "mediumint": "integer", "longtext": "varchar", "mediumtext": "varchar",
                   "tinytext": "varchar"}

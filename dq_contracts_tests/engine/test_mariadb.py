@@ -178,3 +178,26 @@ def test_a_wrong_password_fails_every_check_and_shows_no_password(database, tmp_
     assert results and all(not r.passed and "Access denied" in r.error for r in results)
     shown = repr([r.to_json() for r in results])
     assert "Wrong-pw-never-shown" not in shown and READER_PASSWORD not in shown and ROOT_PASSWORD not in shown
+
+
+def test_the_schema_check_reads_mysqls_type_spellings(mariadb_database, tmp_path):
+    admin, reader = mariadb_database
+    engine = sa.create_engine(admin)
+    with engine.begin() as c:
+        c.exec_driver_sql("CREATE TABLE t (a INTEGER, b BOOLEAN, c DATETIME(6), d FLOAT, e DECIMAL(12,2), f TEXT)")
+    engine.dispose()
+    declared = [("a", "INTEGER", "integer"), ("b", "BOOLEAN", "boolean"), ("c", "TIMESTAMP", "timestamp"),
+                ("d", "REAL", "number"), ("e", "NUMERIC(12,2)", "number"), ("f", "VARCHAR", "string")]
+    doc = contract(mysql_server(reader), [{"name": n, "physicalType": p, "logicalType": lt} for n, p, lt in declared])
+    plan, _ = plan_of(tmp_path, doc)
+    with Warehouses(mysql_env(reader)) as warehouses:
+        [schema] = [r for r in run_contract(plan, warehouses) if r.name == "schema"]
+    assert schema.passed and schema.error is None, schema.details
+    # BOOLEAN is MySQL's TINYINT(1): a boolean declared on an integer column is still told apart
+    doc["schema"][0]["properties"] = [{"name": "a", "logicalType": "boolean"}, {"name": "d", "physicalType": "DOUBLE"}]
+    plan, _ = plan_of(tmp_path, doc)
+    with Warehouses(mysql_env(reader)) as warehouses:
+        [schema] = [r for r in run_contract(plan, warehouses) if r.name == "schema"]
+    assert not schema.passed
+    assert schema.details["logical_type_mismatches"] == ["a: declared logicalType boolean, found INTEGER(11)"]
+    assert schema.details["type_mismatches"] == ["d: declared DOUBLE, found FLOAT"]
