@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from dq_contracts.engine.connections import EndpointError, connection_for, engine_for
 from dq_contracts.engine.contracts import Warehouses, run_contract
 from dq_contracts.engine.results import StatementTimeout
-from dq_contracts.engine.sessions import ReadOnlyRefused, Session
+from dq_contracts.engine.sessions import CREDENTIALS_READ_ONLY, ReadOnlyRefused, Session
 from dq_contracts_tests.mariadbcluster import READER_PASSWORD, ROOT_PASSWORD
 from dq_contracts_tests.support import contract, mysql_env, mysql_server, plan_of
 
@@ -201,3 +201,22 @@ def test_the_schema_check_reads_mysqls_type_spellings(mariadb_database, tmp_path
     assert not schema.passed
     assert schema.details["logical_type_mismatches"] == ["a: declared logicalType boolean, found INTEGER(11)"]
     assert schema.details["type_mismatches"] == ["d: declared DOUBLE, found FLOAT"]
+
+
+def test_a_mariadb_url_reaches_the_same_row(database, tmp_path):
+    """SQLAlchemy names the dialect of a `mariadb+pymysql://` URL `mariadb`: MySQL's row, timeout and all."""
+    _, reader = database
+    url = sa.make_url(reader).set(drivername="mariadb+pymysql")
+    environ = {"DQ_CONTRACTS_MY_URL": url.render_as_string(hide_password=False), "DQ_CONTRACTS_MY_READ_ONLY": "true"}
+    doc = contract(mysql_server(reader), [{"name": "code", "logicalType": "string", "unique": True,
+                                           "logicalTypeOptions": {"pattern": "^C[0-9]+$"}}])
+    plan, _ = plan_of(tmp_path, doc)
+    with Warehouses(environ) as warehouses:
+        results = {r.name: r for r in run_contract(plan, warehouses)}
+    assert all(r.passed and r.error is None for r in results.values()), results
+    assert "REGEXP" in results["code__pattern"].sql and "`t`" in results["code__pattern"].sql
+    engine = sa.create_engine(url)
+    with pytest.raises(StatementTimeout):
+        Session(engine.execution_options(**{CREDENTIALS_READ_ONLY: True}), 1).run(
+            lambda c: c.exec_driver_sql("SELECT SLEEP(30)").scalar())
+    engine.dispose()
