@@ -10,6 +10,7 @@ from typing import Sequence
 from dq_contracts.odcs.names import schedule_name
 from dq_contracts.odcs.load import LoadResult, load_contracts
 from dq_contracts.odcs.plans import ContractPlan, Severity
+from dq_contracts.odcs.servers import servers_handling
 
 
 def _print_problems(result: LoadResult, stream) -> None:
@@ -42,6 +43,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def _plan_text(plan: ContractPlan, prefix: str) -> str:
     lines = [f"{plan.file}: {plan.id} {plan.version} ({plan.api_version})"]
+    for server in servers_handling(plan.servers):  # the one the checks use first
+        lines.append(f"  {'checked against server' if server['used'] else 'server'} {server['server']}: "
+                     f"{server['handling']} ({server['how']})")
+    if not plan.servers:
+        lines.append("  no server declared: every check fails until the contract declares one")
     for obj in plan.objects:
         lines.append(f"  asset {'/'.join(obj.asset_key)}  (object {obj.name})")
         width = max((len(c.name) for c in obj.checks), default=10)

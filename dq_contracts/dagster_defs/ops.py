@@ -88,12 +88,13 @@ def _outcome_line(result: CheckResult) -> str:
 
 
 def _checks_op(name: str, plan: ContractPlan, obj: ObjectPlan, pairs: list[tuple[CheckPlan, dg.AssetCheckSpec]],
-               resource_key: str, description: str) -> dg.AssetChecksDefinition:
+               resource_key: str, description: str, pool: str | None) -> dg.AssetChecksDefinition:
     spec_of = {check.name: spec for check, spec in pairs}
     partitions = next((spec.partitions_def for _, spec in pairs if spec.partitions_def is not None), None)
 
+    # `pool`: the server's name, so the operator's pool limit bounds the queries sent to one warehouse
     @dg.multi_asset_check(name=name, specs=[spec for _, spec in pairs], can_subset=True,
-                          required_resource_keys={resource_key}, description=description)
+                          required_resource_keys={resource_key}, description=description, pool=pool)
     def contract_checks(context):
         warehouse: WarehouseResource = getattr(context.resources, resource_key)
         selected = context.selected_asset_check_keys
@@ -199,14 +200,14 @@ def object_checks(specs: ObjectSpecs, prefix: str, resource_key: str) -> list[dg
     if own:
         ops.append(_checks_op(own_op, plan, obj, own, resource_key,
                               f"Clauses of contract {plan.id} {plan.version}, object {obj.name}"
-                              + (", per partition" if partitioned else "")))
+                              + (", per partition" if partitioned else ""), specs.pool))
     if wide:
         ops.append(_checks_op(table_op, plan, obj, wide, resource_key,
                               f"Table-wide clauses of contract {plan.id} {plan.version}, object {obj.name} "
-                              "(partitioned): they read the whole table"))
+                              "(partitioned): they read the whole table", specs.pool))
     if reading:  # a relationship is judged per partition, like the object's rows (its kind's reach)
         ops.append(_checks_op(relationships_op, plan, obj, reading, resource_key,
                               f"Relationships of contract {plan.id} {plan.version}, object {obj.name}: "
-                              "run after the assets they read"))
+                              "run after the assets they read", specs.pool))
     return ops
 

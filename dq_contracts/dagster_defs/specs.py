@@ -8,6 +8,7 @@ contract or another one of the folder) in `additional_deps`, as the translator k
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ import dagster as dg
 from dagster._utils.schedules import is_valid_cron_schedule
 
 from dq_contracts.engine.contracts import ServerChoiceError, choose_server
+from dq_contracts.odcs.declaration import server_name
 from dq_contracts.odcs.load import RejectedContract
 from dq_contracts.odcs.plans import CheckPlan, ContractPlan, ObjectPlan
 from dq_contracts.odcs.problems import Problem
@@ -31,6 +33,7 @@ class ObjectSpecs:
     object: ObjectPlan
     asset: dg.AssetSpec
     checks: tuple[tuple[CheckPlan, dg.AssetCheckSpec], ...]
+    pool: str | None  # the Dagster concurrency pool of its check ops: the server they query (pool_of)
 
 
 @dataclass
@@ -56,6 +59,13 @@ def server_of(plan: ContractPlan, server: str | None = None) -> dict[str, Any] |
         return choose_server(plan, server)
     except ServerChoiceError:
         return None
+
+
+def pool_of(server: dict[str, Any] | None) -> str | None:
+    """The Dagster concurrency pool of the checks against `server`: its ODCS name, the one the
+    operator's `DQ_CONTRACTS_<SERVER>_*` declaration has, so that a pool limit bounds the queries
+    every contract sends to that warehouse at once (Dagster's pool names hold no whitespace)."""
+    return re.sub(r"\s+", "_", server_name(server)) if server is not None else None
 
 
 def build_contract_specs(plans: Iterable[ContractPlan], translator: DqContractsTranslator | None = None, *,
@@ -116,6 +126,7 @@ def _build(plans: list[ContractPlan], translator: DqContractsTranslator, server:
         for schedule in plan.schedules if crons_as_conditions else ():
             for pair in schedule.checks:
                 crons[pair] = (*crons.get(pair, ()), schedule.cron)
+        pool = pool_of(server_of(plan, server))
         try:
             objects = []
             for obj, asset in assets:
@@ -131,7 +142,7 @@ def _build(plans: list[ContractPlan], translator: DqContractsTranslator, server:
                                              crons.get((obj.name, check.name), ()), asset.key in own_keys,
                                              partitions)
                     checks.append((check, translator.get_asset_check_spec(data)))
-                objects.append(ObjectSpecs(plan, obj, asset, tuple(checks)))
+                objects.append(ObjectSpecs(plan, obj, asset, tuple(checks), pool))
         except Exception as exc:
             out.rejected.append(_rejected(plan, f"building its Dagster definitions failed: {type(exc).__name__}: {exc}"))
             continue

@@ -35,7 +35,8 @@ import sqlalchemy as sa
 
 from dq_contracts.engine.dialects import dialect_of, read_only_refusal
 from dq_contracts.engine.sessions import CREDENTIALS_READ_ONLY
-from dq_contracts.odcs.servers import is_file_server, local, same_type, server_type, server_type_of_dialect
+from dq_contracts.odcs.servers import (Handling, is_file_server, local, same_type, server_type,
+                                      server_type_of_dialect)
 from dq_contracts.odcs.declaration import (ServerDeclaration, declaration_of, default_root, endpoint_disagreements,
                                    env_prefix, inside,
                                    is_regular, is_remote, local_path, location_refusal, real_roots, server_name)
@@ -79,6 +80,8 @@ def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None 
         raise EndpointError(f"server {name!r}: the contract says type {kind!r}, the operator declared "
                             f"{declaration.type!r}; not connecting")
     row = server_type(kind)
+    if row is not None and row.handling is Handling.NOT_ENFORCED:  # even with a `_URL`: not a table to query
+        raise EndpointError(f"server {name!r}: {kind}: {row.how}; no check runs against it")
     vouched = declaration.credentials_read_only
     if declaration.url:
         url = sa.make_url(declaration.url)

@@ -135,10 +135,11 @@ def _compile_object(ctx: _Compiling, out: _Compiled, oi: int, obj: dict, named: 
     # physicalType (table, view, file, parquet, …) is free text: it never decides on its own that
     # nothing is checked; the server does
     blanket = "duplicate_object" if duplicate else ("no_sql_server" if ctx.no_sql_server else None)
+    why = ctx.no_sql_server_why if blanket == "no_sql_server" else ""
     checks: list[CheckPlan] = []
     for clause in _object_clauses(obj, base, object_name, ctx):
         if blanket:
-            out.not_enforced.append(clause.skip(blanket))
+            out.not_enforced.append(clause.skip(blanket, why))
             continue
         if clause.kind == "nested":
             out.not_enforced.append(clause.skip("nested_property"))
@@ -157,7 +158,7 @@ def _compile_object(ctx: _Compiling, out: _Compiled, oi: int, obj: dict, named: 
         for pi, prop in enumerate(obj.get("properties") or []):
             if isinstance(prop, dict) and prop.get("primaryKey") is True:
                 key = Clause("primaryKey", [*base, "properties", pi, "primaryKey"], True, obj, object_name, prop, ctx)
-                out.not_enforced.append(key.skip(blanket))
+                out.not_enforced.append(key.skip(blanket, why))
     if duplicate:
         return  # the first object of that name keeps it
     out.check_index[object_name] = checks  # names are made unique once, at the end
@@ -177,7 +178,7 @@ def _compile_sla(ctx: _Compiling, out: _Compiled, si: int, sla: dict) -> None:
         obj = ctx.object_by_name.get(obj_name) if obj_name else None
         clause = Clause("sla:latency", parts, sla, obj or {}, obj_name or "", prop, ctx)
         if ctx.no_sql_server and obj is not None:
-            outcome = clause.skip("no_sql_server")
+            outcome = clause.skip("no_sql_server", ctx.no_sql_server_why)
         else:
             outcome = CLAUSES["sla:latency"](clause)
         if isinstance(outcome, CheckPlan):

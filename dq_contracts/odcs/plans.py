@@ -12,6 +12,7 @@ from typing import Any, Callable
 from dq_contracts.odcs.check_kinds import CHECK_KINDS, reach_of
 from dq_contracts.odcs.params import Params
 from dq_contracts.odcs.partitions import PartitionPlan
+from dq_contracts.odcs.servers import servers_handling
 
 
 class Severity(StrEnum):
@@ -236,6 +237,8 @@ class ContractPlan:
             "apiVersion": self.api_version,
             "name": self.name,
             "owners": list(self.owners),
+            # each server's handling (run, emulated, compiled, untested, not enforced) and the one used
+            "servers": servers_handling(self.servers),
             "checks": [
                 {
                     "asset_key": list(o.asset_key),

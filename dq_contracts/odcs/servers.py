@@ -1,13 +1,29 @@
 """What ODCS says about a server, one row per server type (`SERVER_TYPES`): its type names, SQL or
 files, the sqlglot dialect its SQL rules are compiled and judged in, the schema a bare table name
 means, whether names are case-sensitive, and the SQLAlchemy dialect the engine reaches it by (its
-row in engine/dialects.py). How two contracts' servers are told apart is here too."""
+row in engine/dialects.py), and how its checks are handled here (run, emulated, compiled, untested
+or not enforced, and why). Every server type of every ODCS schema version has a row
+(test_servers checks it). How two contracts' servers are told apart is here too."""
 
 from __future__ import annotations
 
 import os
 import re
 from dataclasses import dataclass
+
+from dq_contracts.odcs.closed_sets import StrEnum
+
+
+class Handling(StrEnum):
+    """How the checks of a server type are handled here: the README's warehouse table says the same."""
+
+    RUN = "run"  # checked, and tested here against a real server or real files
+    EMULATED = "emulated"  # checked; tested against an emulator of the warehouse, not the warehouse
+    COMPILED = "compiled"  # each clause compiled in the dialect and parsed by sqlglot in tests; not run here
+    # reached only through what the operator declares (a `_URL` on `_READ_ONLY`, a `_REMOTE` prefix):
+    # the portable clauses in generic SQL; nothing here runs or compiles it
+    UNTESTED = "untested"
+    NOT_ENFORCED = "not enforced"  # no check runs against it: `how` says why, in ODCS words
 
 
 @dataclass(frozen=True)
@@ -24,37 +40,71 @@ class ServerType:
     # on PostgreSQL a name is exactly what it says; DuckDB matches quoted names ignoring case
     case_sensitive: bool
     database_file: bool  # `database` is a local file, confined to the operator's roots
+    handling: Handling
+    how: str  # what `plan` says of it: how it runs and where that is tested, or why it is not enforced
+    extra: str | None  # the pyproject extra of its driver (`pip install dq_contracts[<extra>]`); None: none here
 
 
-def _sql(names: tuple[str, ...], sqlglot: str | None, *, dialect: str | None = None,
-         default_schema: str | None = None, case_sensitive: bool = False,
-         database_file: bool = False) -> ServerType:
-    return ServerType(names, False, dialect, sqlglot, default_schema, case_sensitive, database_file)
+def _sql(names: tuple[str, ...], sqlglot: str | None, how: str, *, handling: Handling = Handling.UNTESTED,
+         dialect: str | None = None, default_schema: str | None = None, case_sensitive: bool = False,
+         database_file: bool = False, extra: str | None = None) -> ServerType:
+    return ServerType(names, False, dialect, sqlglot, default_schema, case_sensitive, database_file, handling,
+                      how, extra)
 
+
+def _not_enforced(name: str, why: str) -> ServerType:
+    return ServerType((name,), False, None, None, None, False, False, Handling.NOT_ENFORCED, why, None)
+
+
+_URL_ONLY = "through the operator's `_URL` on `_READ_ONLY`, generic SQL; not tested here"
 
 SERVER_TYPES: tuple[ServerType, ...] = (
-    _sql(("postgresql", "postgres"), "postgres", dialect="postgresql", default_schema="public",
-         case_sensitive=True),
-    _sql(("duckdb",), "duckdb", dialect="duckdb", default_schema="main", database_file=True),
+    _sql(("postgresql", "postgres"), "postgres", "PostgreSQL 15, a cluster the tests start", handling=Handling.RUN,
+         dialect="postgresql", default_schema="public", case_sensitive=True, extra="postgres"),
+    _sql(("duckdb",), "duckdb", "an embedded DuckDB file, opened read-only", handling=Handling.RUN,
+         dialect="duckdb", default_schema="main", database_file=True, extra="duckdb"),
     # files DuckDB reads as tables: csv, parquet or json (FILE_FORMATS)
-    *(ServerType((name,), True, "duckdb", "duckdb", None, False, False) for name in ("local", "s3", "gcs", "azure")),
+    ServerType(("local",), True, "duckdb", "duckdb", None, False, False, Handling.RUN,
+               "csv, parquet or json files read by DuckDB", "duckdb"),
+    *(ServerType((name,), True, "duckdb", "duckdb", None, False, False, Handling.UNTESTED,
+                 "csv, parquet or json files read by DuckDB under a prefix the operator declares in `_REMOTE`; "
+                 "not tested here", "duckdb") for name in ("s3", "gcs", "azure")),
     # PostgreSQL's SQL, but which engine Google runs is not said by the type: reached through `_URL`
-    _sql(("cloudsql",), "postgres", case_sensitive=True),
-    _sql(("redshift",), "redshift"),
-    _sql(("sqlite",), "sqlite"),
+    _sql(("cloudsql",), "postgres", _URL_ONLY, case_sensitive=True),
+    # not an ODCS type: SQLAlchemy's built-in dialect, on which the `_URL` + `_READ_ONLY` path is tested
+    _sql(("sqlite",), "sqlite", "through the operator's `_URL` on `_READ_ONLY`, generic SQL: the path every "
+         "dialect without a row takes, tested on SQLite", handling=Handling.RUN),
+    _sql(("redshift",), "redshift", _URL_ONLY, extra="redshift"),
     # MySQL and MariaDB (ODCS has one type for both; sqlglot one dialect): a table is `database`.`table`,
     # and a bare name means the connection's database. Column names match in any case
-    _sql(("mysql",), "mysql", dialect="mysql"),
-    _sql(("sqlserver",), "tsql"),
-    _sql(("snowflake",), "snowflake"),
-    _sql(("bigquery",), "bigquery"),
-    _sql(("databricks",), "databricks"),
-    _sql(("trino",), "trino"),
-    _sql(("presto",), "presto"),
-    _sql(("oracle",), "oracle"),
-    _sql(("clickhouse",), "clickhouse"),
-    *(_sql((name,), None) for name in ("vertica", "db2", "athena", "synapse", "hive", "impala", "exasol",
-                                       "teradata", "hana", "denodo", "dremio")),
+    _sql(("mysql",), "mysql", "MariaDB 10.11, a server the tests start, as a user granted SELECT alone "
+         "(`_READ_ONLY`); MySQL 8 not tested here", handling=Handling.RUN, dialect="mysql", extra="mysql"),
+    _sql(("sqlserver",), "tsql", _URL_ONLY, extra="sqlserver"),
+    _sql(("snowflake",), "snowflake", _URL_ONLY, extra="snowflake"),
+    _sql(("bigquery",), "bigquery", _URL_ONLY, extra="bigquery"),
+    _sql(("databricks",), "databricks", _URL_ONLY, extra="databricks"),
+    _sql(("trino",), "trino", _URL_ONLY, extra="trino"),
+    _sql(("presto",), "presto", _URL_ONLY),
+    _sql(("oracle",), "oracle", _URL_ONLY),
+    _sql(("clickhouse",), "clickhouse", _URL_ONLY),
+    _sql(("hive",), None, _URL_ONLY, extra="spark"),
+    *(_sql((name,), None, _URL_ONLY) for name in ("vertica", "db2", "athena", "synapse", "impala", "exasol",
+                                                  "teradata", "hana", "denodo", "dremio", "informix", "ingres",
+                                                  "vectorwise", "zen")),
+    # Btrieve is Zen's record interface; ODCS gives it Zen's SQL endpoint (ZenServer)
+    _sql(("btrieve",), None, "Actian Zen's SQL endpoint (ODCS's ZenServer), " + _URL_ONLY),
+    _not_enforced("api", "an API, not a table: no SQL reaches its rows"),
+    _not_enforced("kafka", "a stream, not a table"),
+    _not_enforced("kinesis", "a stream, not a table"),
+    _not_enforced("pubsub", "a stream, not a table"),
+    _not_enforced("sftp", "files we cannot reach here: DuckDB reads no sftp:// location"),
+    _not_enforced("glue", "a catalog, not an engine that runs SQL: declare the engine that reads its tables "
+                          "(athena, databricks, …) or its files (s3) as the server"),
+    _not_enforced("iceberg", "Iceberg tables through a catalog: no reader of Iceberg catalogs here"),
+    _not_enforced("fastobjects", "an object database, not SQL tables"),
+    _not_enforced("poet", "an object database (FastObjects), not SQL tables"),
+    _not_enforced("versant", "an object database (Actian NoSQL), not SQL tables"),
+    _not_enforced("custom", "a custom server: ODCS does not say what it is or how to reach it"),
 )
 
 _BY_NAME = {name: row for row in SERVER_TYPES for name in row.names}
@@ -72,7 +122,8 @@ FORMAT_EXTENSIONS = {"csv": (".csv", ".tsv", ".csv.gz", ".tsv.gz"), "parquet": (
 
 
 def server_type(name: object) -> ServerType | None:
-    """The row of an ODCS type name, in any case; None for a type this project cannot check."""
+    """The row of an ODCS type name, in any case; None for a name that is no ODCS type (every ODCS
+    type has a row, even those no check runs against: its `handling` says so)."""
     return _BY_NAME.get(str(name or "").strip().lower())
 
 
@@ -103,8 +154,37 @@ def is_file_server(server: dict) -> bool:
 
 def checkable(server: dict) -> bool:
     """A server the checks can run against: a SQL database, or files DuckDB reads."""
-    row = server_type(server.get("type"))
-    return row is not None and (not row.files or is_file_server(server))
+    return server_handling(server)[0] is not Handling.NOT_ENFORCED
+
+
+def server_handling(server: dict) -> tuple[Handling, str]:
+    """How one declared server's checks are handled, and a sentence saying so in ODCS words
+    ("kafka: a stream, not a table"): its type's row, unless its files are not ones DuckDB reads."""
+    kind = str(server.get("type") or "").strip().lower()
+    row = server_type(kind)
+    if row is None:
+        return Handling.NOT_ENFORCED, f"{kind or 'no type'}: not an ODCS server type"
+    if row.files and not is_file_server(server):
+        fmt = str(server.get("format") or "").lower()
+        if fmt not in FILE_FORMATS:
+            why = f"format {fmt!r} is not read here" if fmt else "no `format`"
+        else:
+            why = "no `path`" + (" (a `location` is not read here)" if server.get("location") else "")
+        return Handling.NOT_ENFORCED, f"{kind}: {why}; a file server reads {' or '.join(sorted(FILE_FORMATS))} at a `path`"
+    return row.handling, f"{kind}: {row.how}"
+
+
+def servers_handling(servers: tuple[dict, ...] | list[dict]) -> list[dict]:
+    """What `plan` says of a contract's servers: each one's name, type, handling and why, and which
+    one its checks use (the first that can be checked, as `check` and Dagster choose without a name)."""
+    used = next((i for i, s in enumerate(servers) if checkable(s)), None)
+    said = []
+    for i, server in enumerate(servers):
+        handling, how = server_handling(server)
+        said.append({"server": str(server.get("server") or server.get("id") or "default"),
+                     "type": str(server.get("type") or ""), "handling": str(handling), "how": how,
+                     "used": i == used})
+    return said
 
 
 def engine_type(server: dict) -> str:

@@ -31,7 +31,7 @@ def test_a_full_url_wins():
 
 def test_an_unknown_type_says_what_to_set():
     with pytest.raises(ValueError, match="DQ_CONTRACTS_LAKE_URL"):
-        connection_for({"server": "lake", "type": "kafka"}, {})
+        connection_for({"server": "lake", "type": "vertica"}, {})
 
 
 def test_duckdb_engine_is_read_only(tmp_path):

@@ -63,7 +63,8 @@ def test_the_two_tables_agree():
 def test_type_names_are_one_row_in_any_case():
     assert server_type("Postgres") is server_type("postgresql")
     assert server_type("cloudsql") is not server_type("postgres")
-    assert server_type("kafka") is None
+    assert server_type("kafka").handling == "not enforced"  # an ODCS type: a row, saying why
+    assert server_type("nosuchdb") is None
 
 
 # A type the engine has no row for, reached through the operator's URL in a dialect it has no row

@@ -15,7 +15,7 @@ from dq_contracts.odcs.loader import line_at
 from dq_contracts.odcs.paths import named_step, pointer_step
 from dq_contracts.odcs.plans import CLASSIFIED
 from dq_contracts.odcs.problems import Problem, Reach
-from dq_contracts.odcs.servers import checkable, engine_type, server_identity, sqlglot_dialect
+from dq_contracts.odcs.servers import checkable, engine_type, server_handling, server_identity, sqlglot_dialect
 from dq_contracts.odcs.validate import ValidatedContract
 
 
@@ -100,6 +100,8 @@ class _Compiling:
         servers = [s for s in self.document.get("servers") or [] if isinstance(s, dict)]
         sql_servers = [s for s in servers if checkable(s)]
         self.no_sql_server = bool(servers) and not sql_servers
+        # why, per server ("kafka: a stream, not a table"): the detail of each clause it leaves unchecked
+        self.no_sql_server_why = "; ".join(server_handling(s)[1] for s in servers) if self.no_sql_server else ""
         server_type = engine_type(sql_servers[0]) if sql_servers else None
         self.server = (server_identity(sql_servers[0], os.path.dirname(os.path.abspath(validated.file)))
                        if sql_servers else None)
