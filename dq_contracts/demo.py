@@ -16,6 +16,7 @@ the tables are written. The data is the same for the same `now` (a fixed random 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import random
 from collections.abc import Callable
@@ -24,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
+
+from dq_contracts.engine.dialects import waiting_for_lock
 
 SCHEMA = "analytics"
 DEFAULT_DATABASE = Path("demo_data") / "warehouse.duckdb"
@@ -142,7 +145,7 @@ def write_tables(database: str | Path, names: list[str] | None = None, now: dt.d
     engine = sa.create_engine(f"duckdb:///{database}")
     written = {}
     try:
-        with engine.begin() as connection:
+        with _writing(engine) as connection:
             connection.execute(sa.schema.CreateSchema(SCHEMA, if_not_exists=True))
             for name in names or list(TABLES):
                 table, rows_of = TABLES[name]
@@ -154,3 +157,12 @@ def write_tables(database: str | Path, names: list[str] | None = None, now: dt.d
     finally:
         engine.dispose()
     return written
+
+
+@contextlib.contextmanager
+def _writing(engine: sa.Engine):
+    """A transaction on the demo file, waiting while another process reads it (a check run the
+    automation sensor started while this run rebuilds a table): DuckDB lets one process write a file
+    or any number read it."""
+    with waiting_for_lock(engine.connect) as connection, connection.begin():
+        yield connection

@@ -21,7 +21,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
@@ -228,9 +228,38 @@ def _duckdb_options(connection: Any) -> dict[str, Any]:
     return {"connect_args": connect_args}
 
 
+# How long opening a DuckDB file waits while another process writes it (DuckDB lets one process write
+# a file, or any number read it): a pipeline rebuilding a table holds it for as long as that takes
+LOCK_WAIT_SECONDS = 60
+T = TypeVar("T")
+
+
+def duckdb_locked(exc: BaseException) -> bool:
+    """Whether DuckDB refused to open a file because another process holds its lock."""
+    return "Could not set lock on file" in str(getattr(exc, "orig", None) or exc)
+
+
+def waiting_for_lock(open_file: Callable[[], T], seconds: float = LOCK_WAIT_SECONDS) -> T:
+    """`open_file()`, again while another process holds the file's lock, for up to `seconds`; then
+    DuckDB's own error (it names the file and the process, nothing of the data)."""
+    deadline, pause = time.monotonic() + seconds, 0.05
+    while True:
+        try:
+            return open_file()
+        except Exception as exc:
+            if not duckdb_locked(exc) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 1.0)
+
+
 def _duckdb_confine(engine: sa.Engine, connection: Any) -> None:
     allowed = connection.files.allowed() if connection.files is not None else None
     allowed_files = connection.files.allowed_files() if connection.files is not None else []
+
+    @sa.event.listens_for(engine, "do_connect")
+    def wait_for_writer(dialect, _record, cargs, cparams):
+        return waiting_for_lock(lambda: dialect.connect(*cargs, **cparams))
 
     @sa.event.listens_for(engine, "connect")
     def confine(dbapi_connection, _record) -> None:
