@@ -220,3 +220,16 @@ def test_a_mariadb_url_reaches_the_same_row(database, tmp_path):
         Session(engine.execution_options(**{CREDENTIALS_READ_ONLY: True}), 1).run(
             lambda c: c.exec_driver_sql("SELECT SLEEP(30)").scalar())
     engine.dispose()
+
+
+def test_an_executable_comment_in_a_rule_never_reaches_the_server(database, tmp_path):
+    """MySQL runs the text of a `/*! … */` comment as SQL; what runs is the judged tree rendered again,
+    comments gone (here the comment would make the count 1)."""
+    _, reader = database
+    doc = contract(mysql_server(reader), [{"name": "a", "logicalType": "integer"}],
+                   [{"type": "sql", "name": "rule", "query": "SELECT COUNT(*) /*! + 1 */ FROM {object} WHERE a < 0",
+                     "mustBe": 0}])
+    plan, _ = plan_of(tmp_path, doc)
+    with Warehouses(mysql_env(reader)) as warehouses:
+        [result] = [r for r in run_contract(plan, warehouses) if r.name == "rule"]
+    assert result.passed and result.observed == 0 and "/*" not in result.sql, (result.error, result.sql)
