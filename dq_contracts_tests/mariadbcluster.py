@@ -53,7 +53,11 @@ class MariaDB:
              "--innodb-buffer-pool-size=64M", "--innodb-flush-log-at-trx-commit=0", "--skip-name-resolve",
              f"--log-error={root / 'log'}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         cluster = cls(root, port, process)
-        cluster._set_root_password()
+        try:
+            cluster._set_root_password()
+        except BaseException:  # a server that never became usable is not left running
+            cluster.destroy()
+            raise
         return cluster
 
     def _set_root_password(self) -> None:
