@@ -15,7 +15,7 @@ class ServerType:
     """One ODCS server type. Every field is given in every row (test_servers checks it)."""
 
     names: tuple[str, ...]  # the ODCS type names, lower case; the first is the one a URI says
-    files: bool  # files read as tables (a `format` and a `path`), not a SQL database
+    files: bool  # files read as tables (a `format` and a `path`; Iceberg: through a catalog), not a SQL database
     dialect: str | None  # the SQLAlchemy dialect the engine builds a connection in from `_HOST`…, its
     # engine/dialects.py row; None: no row here, reached only through the operator's `_URL`
     sqlglot: str | None  # the dialect SQL rules are parsed, judged and rendered in; None: generic SQL
@@ -38,6 +38,8 @@ SERVER_TYPES: tuple[ServerType, ...] = (
     _sql(("duckdb",), "duckdb", dialect="duckdb", default_schema="main", database_file=True),
     # files DuckDB reads as tables: csv, parquet or json (FILE_FORMATS)
     *(ServerType((name,), True, "duckdb", "duckdb", None, False, False) for name in ("local", "s3", "gcs", "azure")),
+    # Iceberg tables through the operator's catalog, scanned by DuckDB as Arrow (engine/lake.py)
+    ServerType(("iceberg",), True, "duckdb", "duckdb", None, False, False),
     # PostgreSQL's SQL, but which engine Google runs is not said by the type: reached through `_URL`
     _sql(("cloudsql",), "postgres", case_sensitive=True),
     _sql(("redshift",), "redshift"),
@@ -60,6 +62,9 @@ _BY_NAME = {name: row for row in SERVER_TYPES for name in row.names}
 _BY_DIALECT = {row.dialect: row for row in reversed(SERVER_TYPES) if row.dialect and not row.files}
 
 FILE_FORMATS = {"csv", "parquet", "json"}
+# table formats read through their own library as Arrow, scanned by DuckDB (engine/lake.py): a
+# `format: delta` folder on a file server type, or an `iceberg` server's tables in its catalog
+LAKE_FORMATS = {"delta", "iceberg"}
 # What a file of each format is named: in the default binding (no roots declared) a file server
 # reads only such files, so that a contract cannot read the project's other files (`.env`,
 # `dagster.yaml`, …) as a table
@@ -96,15 +101,32 @@ def is_file_server(server: dict) -> bool:
             and bool(server.get("path")))
 
 
-def checkable(server: dict) -> bool:
-    """A server the checks can run against: a SQL database, or files DuckDB reads."""
+def lake_format(server: dict) -> str | None:
+    """`delta` for a file server type's Delta folder (`path`, or an s3/azure `location`), `iceberg`
+    for an iceberg server; None for any other server."""
     row = server_type(server.get("type"))
-    return row is not None and (not row.files or is_file_server(server))
+    if row is None or not row.files:
+        return None
+    if row.names[0] == "iceberg":
+        return "iceberg"
+    fmt = str(server.get("format", "")).lower()
+    return fmt if fmt in LAKE_FORMATS and (server.get("path") or server.get("location")) else None
+
+
+def lake_location(server: dict) -> str:
+    """Where a Delta server's tables are: its `path` (local) or `location` (s3, azure)."""
+    return str(server.get("path") or server.get("location") or "")
+
+
+def checkable(server: dict) -> bool:
+    """A server the checks can run against: a SQL database, files DuckDB reads, or lake tables."""
+    row = server_type(server.get("type"))
+    return row is not None and (not row.files or is_file_server(server) or lake_format(server) is not None)
 
 
 def engine_type(server: dict) -> str:
-    """The SQL engine of a server: its type, or DuckDB for files."""
-    return "duckdb" if is_file_server(server) else str(server.get("type")).lower()
+    """The SQL engine of a server: its type, or DuckDB for files and lake tables."""
+    return "duckdb" if is_file_server(server) or lake_format(server) else str(server.get("type")).lower()
 
 
 def same_type(contract_type: str, declared: str) -> bool:
@@ -118,7 +140,8 @@ _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # md:, s3://, … (as connectio
 
 def server_identity(server: dict, folder: str) -> tuple:
     """What makes two contracts' servers one database: engine, host, port, database (a relative
-    DuckDB file resolved from the contract's folder), schema, and a file server's path and format."""
+    DuckDB file resolved from the contract's folder), schema, a file server's path and format, a lake
+    server's location and namespace."""
     kind = engine_type(server)
     database = server.get("database")
     row = server_type(kind)
@@ -127,4 +150,4 @@ def server_identity(server: dict, folder: str) -> tuple:
         database = os.path.normpath(os.path.join(folder, os.path.expanduser(database)))
     return (kind, *(str(server.get(k) or "").lower() if k in ("host",) else server.get(k)
                     for k in ("host", "port")), database, server.get("schema"), server.get("path"),
-            server.get("format"))
+            server.get("format"), server.get("location"), server.get("namespace"))
