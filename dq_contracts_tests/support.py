@@ -217,3 +217,48 @@ def assert_accounted(plan, document: dict) -> None:
             assert skipped[clause] == 1, f"{clause} is neither enforced nor listed once as not enforced"
     for item in data["not_enforced"]:
         assert item["code"] and item["reason"], item
+
+
+def write_lake(fmt: str, folder: Path, name: str, data, partition_by: list[str] | None = None,
+               mode: str = "create") -> tuple[dict, dict]:
+    """A lake table `name` written by its own library from Arrow `data` (mode `create`, `append`,
+    or `merge`: append with new columns): (the contract's server entry, the operator's environment).
+    Delta: a folder `folder/name`; Iceberg: table `lake.name` of a SQL catalog in `folder/catalog.db`."""
+    if fmt == "delta":
+        import deltalake
+
+        deltalake.write_deltalake(str(folder / name), data, partition_by=partition_by,
+                                  mode="overwrite" if mode == "create" else "append",
+                                  schema_mode="merge" if mode == "merge" else None)
+        return {"server": "lake", "type": "local", "format": "delta", "path": str(folder / "{model}")}, {}
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    (folder / "warehouse").mkdir(exist_ok=True)
+    catalog = SqlCatalog("lake", uri=f"sqlite:///{folder / 'catalog.db'}", warehouse=f"file://{folder / 'warehouse'}")
+    catalog.create_namespace_if_not_exists("lake")
+    if mode == "create":
+        table = catalog.create_table(("lake", name), schema=data.schema)
+        if partition_by:
+            with table.update_spec() as spec:
+                for column in partition_by:
+                    spec.add_identity(column)
+    else:
+        table = catalog.load_table(("lake", name))
+        if mode == "merge":
+            with table.update_schema() as update:
+                update.union_by_name(data.schema)
+    if data.num_rows:
+        table.append(data)
+    catalog.engine.dispose()
+    return ({"server": "lake", "type": "iceberg", "catalog": "lake", "catalogUrl": "https://catalog.invalid/",
+             "namespace": "lake"},
+            {"DQ_CONTRACTS_LAKE_CATALOG_URL": f"sqlite:///{folder / 'catalog.db'}",
+             "DQ_CONTRACTS_LAKE_WAREHOUSE": f"file://{folder / 'warehouse'}"})
+
+
+def lake_engine(server: dict, environ: dict, folder: Path):
+    """(engine, lake) of a lake server as the engine builds it, for run_object's `files`."""
+    from dq_contracts.engine.connections import connection_for, engine_for
+
+    connection = connection_for(server, environ, str(folder))
+    return engine_for(connection), connection.files

@@ -45,6 +45,10 @@ class ServerSettings(dg.Config):
     read_only: bool | None = Field(default=None, description="True: the operator vouches that the credentials "
                                    "can only read, so a dialect whose session cannot be made read-only and "
                                    "time-limited here still runs (with no timeout); refused otherwise")
+    catalog_url: str | None = Field(default=None, description="Iceberg servers: the catalog's uri, as pyiceberg "
+                                    "takes it (sqlite:///catalog.db, https://rest-catalog/); pass secrets as dg.EnvVar")
+    catalog_type: str | None = Field(default=None, description="Iceberg servers: pyiceberg's catalog type (default sql)")
+    warehouse: str | None = Field(default=None, description="Iceberg servers: the catalog's warehouse location")
 
 
 class WarehouseResource(dg.ConfigurableResource):

@@ -49,7 +49,8 @@ class CheckedObject:
         """The object's table with `columns`: with a partition, the subquery of its rows only."""
         if self.partition is None:
             return self.other_table(self.obj.physical_name, columns)
-        table = self.other_table(self.obj.physical_name, [*columns, *self.partition.columns])
+        table = table_for(self.obj.physical_name, self.schema, [*columns, *self.partition.columns], self.preparer,
+                          self.files, self.partition)
         return restricted(table, columns, self.partition, self.obj.physical_name.split(".")[-1], self.dialect)
 
     def compared(self, name: str, column: ColumnElement, values: Iterable[Any] = ()) -> ColumnElement:

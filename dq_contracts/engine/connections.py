@@ -41,7 +41,7 @@ from dq_contracts.odcs.declaration import (ServerDeclaration, declaration_of, de
                                    env_prefix, inside,
                                    is_regular, is_remote, local_path, location_refusal, real_roots, server_name)
 from dq_contracts.odcs.declaration import Files
-from dq_contracts.odcs.servers import FORMAT_EXTENSIONS
+from dq_contracts.odcs.servers import FORMAT_EXTENSIONS, lake_format, lake_location
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class Connection:
     url: sa.URL
     schema: str | None
     secrets: tuple[str, ...]  # values never to show in a result, log or error
-    files: Files | None = None  # set for a file server: the tables are files DuckDB reads
+    files: Any = None  # a file server's Files (DuckDB reads them), a lake server's lake.Lake
     duckdb: tuple[tuple[str, str], ...] = ()  # the dialect's session settings (dialects.DUCKDB_SETTINGS)
     roots: tuple[str, ...] | None = None  # where a DuckDB file may be (real paths); None: not confined
     credentials_read_only: bool = False  # the operator vouches for it (`_READ_ONLY`): any dialect may run
@@ -91,6 +91,8 @@ def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None 
         _vouched_for(url, name, vouched)
         return Connection(url, _schema_of(url, schema), tuple(s for s in (url.password,) if s), None,
                           _settings(url.get_backend_name(), declaration), credentials_read_only=vouched)
+    if lake_format(server):
+        return _lake_connection(server, declaration, folder, root)
     if is_file_server(server):
         path, fmt = str(server["path"]), str(server["format"]).lower()
         extensions = FORMAT_EXTENSIONS.get(fmt, ())
@@ -134,6 +136,50 @@ def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None 
     _vouched_for(url, name, vouched)
     return Connection(url, _schema_of(url, schema), tuple(s for s in (declaration.password,) if s),
                       credentials_read_only=vouched)
+
+
+def _lake_connection(server: Mapping[str, Any], declaration: ServerDeclaration, folder: str | None,
+                     root: str | None) -> Connection:
+    """A lake server: an in-memory DuckDB session in which its tables are registered (engine/lake.py).
+    A Delta folder must be inside the roots (or a declared remote prefix), as a file server's path;
+    an Iceberg server reads the operator's catalog, never the contract's `catalogUrl`."""
+    from dq_contracts.engine.lake import Lake
+
+    name, fmt = declaration.name, lake_format(dict(server))
+    roots = real_roots(declaration, root)
+    secrets: tuple[str, ...] = ()
+    if fmt == "delta":
+        location = lake_location(dict(server))
+        _refuse(location_refusal(location, folder, declaration, root, "path"), name)
+        if not is_remote(location):
+            location = os.path.normpath(local_path(location, folder))
+            _refuse(_hidden(location, roots), name)
+        lake = Lake("delta", location, roots, declaration.remote)
+    else:
+        if not declaration.catalog_url:
+            raise EndpointError(f"server {name!r}: no Iceberg catalog declared by the operator; set "
+                                f"{env_prefix(name)}_CATALOG_URL (pyiceberg's catalog uri; _CATALOG_TYPE, default "
+                                "sql, and _WAREHOUSE). The contract's catalogUrl is never contacted")
+        # the contract's `catalog` names a catalog of the operator's endpoint (a SQL catalog's rows are keyed by it)
+        properties = {"uri": declaration.catalog_url, "type": declaration.catalog_type or "sql",
+                      "name": str(server.get("catalog") or "default")}
+        if declaration.warehouse:
+            properties["warehouse"] = declaration.warehouse
+        namespace = str(server.get("namespace") or server.get("schema") or "default")
+        lake = Lake("iceberg", namespace, roots, declaration.remote, tuple(sorted(properties.items())))
+        password = sa.make_url(declaration.catalog_url).password if "://" in declaration.catalog_url else None
+        secrets = (password,) if password else ()
+    return Connection(sa.URL.create("duckdb", database=":memory:"), None, secrets, lake,
+                      _settings("duckdb", declaration))
+
+
+def _hidden(location: str, roots: tuple[str, ...]) -> str | None:
+    from dq_contracts.odcs.declaration import hidden_below, resolved
+
+    real = resolved(location)
+    if hidden_below(real, roots):
+        return f"path {location!r} names a hidden file or folder ({real}): a project's hidden files hold its settings"
+    return None
 
 
 def _schema_of(url: sa.URL, schema: Any) -> Any:

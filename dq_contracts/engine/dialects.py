@@ -276,6 +276,9 @@ def _duckdb_confine(engine: sa.Engine, connection: Any) -> None:
         if allowed is None:
             refuse_redefinitions(dbapi_connection, connection.url.database)
 
+    if hasattr(connection.files, "attach"):  # a lake server: its tables registered before each statement
+        connection.files.attach(engine)
+
 
 # What a warehouse file may not hold: anything that would change what a check's SQL means. A macro
 # in the file's catalog (any schema) takes the place of the built-in of its name (`length`,

@@ -92,9 +92,23 @@ def read_files(checked: CheckedObject, connection: sa.Connection) -> dict[str, d
     return found
 
 
+def read_lake(checked: CheckedObject, connection: sa.Connection) -> dict[str, dict[str, Any]]:
+    """The columns of a lake table as its own schema says (the Delta log, the Iceberg metadata),
+    typed as DuckDB reads them and with the schema's nullability."""
+    driver = connection.connection.driver_connection
+    types = connection.dialect.ischema_names
+    found = {}
+    for name, type_text, nullable in checked.files.columns(checked.obj.physical_name, driver):
+        family = types.get(re.sub(r"\(.*\)$", "", type_text).strip().lower(), sa.types.NullType)
+        found[name.lower()] = {"name": name, "type": family(), "type_text": type_text, "nullable": nullable}
+    return found
+
+
 def read_catalog(checked: CheckedObject, connection: sa.Connection) -> dict[str, dict[str, Any]]:
     from dq_contracts.engine.sql import qualified_parts
 
+    if hasattr(checked.files, "columns"):
+        return read_lake(checked, connection)
     if checked.files is not None:
         return read_files(checked, connection)
     *prefix, name = qualified_parts(checked.obj.physical_name, checked.schema)

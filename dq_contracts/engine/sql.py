@@ -44,11 +44,14 @@ def qualified_parts(physical_name: str, schema: str | None) -> list[str]:
 
 
 def table_for(physical_name: str, schema: str | None, columns: list[str], preparer: Any = None,
-              files: Any = None) -> Any:
+              files: Any = None, partition: Any = None) -> Any:
     """The table with each part of its name quoted on its own (`"db"."schema"."table"`), never a
     dotted name quoted as one identifier, as the dialect's row quotes them (`preparer` is the
     dialect's identifier preparer). With `files` (a file server), the table is DuckDB's reader of the
-    object's files, its path bound."""
+    object's files, its path bound; with a lake server's tables (engine/lake.py), the name the session
+    registers the table by (one Iceberg partition's rows: a name of their own, its scan filtered)."""
+    if hasattr(files, "attach"):
+        return files.table(physical_name, columns, partition)
     if files is not None:
         reader = getattr(sa.func, READERS[files.format])(sa.bindparam(None, files.path_of(physical_name),
                                                                       type_=sa.String))

@@ -34,7 +34,8 @@ from dataclasses import dataclass, fields
 from typing import Any, Mapping
 from urllib.parse import unquote, urlsplit
 
-from dq_contracts.odcs.servers import FORMAT_EXTENSIONS, is_file_server, local, same_type, server_type
+from dq_contracts.odcs.servers import (FORMAT_EXTENSIONS, is_file_server, lake_format, lake_location, local, same_type,
+                                      server_type)
 
 # (field, the variable's suffix, how a list is split: None for one value)
 FIELDS: tuple[tuple[str, str, str | None], ...] = (
@@ -55,6 +56,11 @@ FIELDS: tuple[tuple[str, str, str | None], ...] = (
     ("contracts", "CONTRACTS", os.pathsep),
     ("schemas", "SCHEMAS", ","),
     ("read_only", "READ_ONLY", None),
+    # an iceberg server's catalog (pyiceberg's `uri` and `type`, default sql) and warehouse; a
+    # `_URL` suffix, so a password in it is masked like any other (declared_secrets)
+    ("catalog_url", "CATALOG_URL", None),
+    ("catalog_type", "CATALOG_TYPE", None),
+    ("warehouse", "WAREHOUSE", None),
 )
 
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # md:, s3://, https://, file: (a one-letter scheme is a drive)
@@ -85,6 +91,9 @@ class ServerDeclaration:
     # `true`: the operator vouches that the credentials can only read, so an engine that cannot make
     # a session read-only and time-limited itself (engine/dialects.py) may still run the checks
     read_only: str | None = None
+    catalog_url: str | None = None  # an iceberg server's catalog, as pyiceberg's `uri`
+    catalog_type: str | None = None  # pyiceberg's catalog type (`sql`, `rest`); default sql
+    warehouse: str | None = None  # the catalog's warehouse location, where its tables are written
 
     @property
     def credentials_read_only(self) -> bool:
@@ -336,6 +345,10 @@ def server_refusals(server: Mapping[str, Any], index: int, contract_file: str, f
         problem = location_refusal(str(server.get("database") or ""), folder, declaration, root, "database")
         if problem:
             found.append(([*at, "database"], f"server {name!r}: {problem}"))
+    elif lake_format(dict(server)) == "delta":  # a table's folder, confined as a file server's path
+        problem = location_refusal(lake_location(dict(server)), folder, declaration, root, "path")
+        if problem:
+            found.append(([*at, "path" if server.get("path") else "location"], f"server {name!r}: {problem}"))
     elif is_file_server(dict(server)) and not declaration.url:
         files = Files(str(server.get("format")), str(server["path"]))
         climbing = [p for p in physical_names if _GLOB_CHARACTERS.search(p)]
@@ -350,7 +363,7 @@ def server_refusals(server: Mapping[str, Any], index: int, contract_file: str, f
             if problem:
                 found.append(([*at, "path"], f"server {name!r}: {problem}"))
                 break
-    if not is_file_server(dict(server)):
+    if not is_file_server(dict(server)) and not lake_format(dict(server)):
         found.extend(([*at, "schema"], f"server {name!r}: {problem}") for problem in
                      schema_refusals(server, declaration, physical_names, kind))
     if not local(kind):

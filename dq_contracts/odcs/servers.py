@@ -31,7 +31,7 @@ class ServerType:
     """One ODCS server type. Every field is given in every row (test_servers checks it)."""
 
     names: tuple[str, ...]  # the ODCS type names, lower case; the first is the one a URI says
-    files: bool  # files read as tables (a `format` and a `path`), not a SQL database
+    files: bool  # files read as tables (a `format` and a `path`; Iceberg: through a catalog), not a SQL database
     dialect: str | None  # the SQLAlchemy dialect the engine builds a connection in from `_HOST`…, its
     # engine/dialects.py row; None: no row here, reached only through the operator's `_URL`
     sqlglot: str | None  # the dialect SQL rules are parsed, judged and rendered in; None: generic SQL
@@ -69,6 +69,9 @@ SERVER_TYPES: tuple[ServerType, ...] = (
     *(ServerType((name,), True, "duckdb", "duckdb", None, False, False, Handling.UNTESTED,
                  "csv, parquet or json files read by DuckDB under a prefix the operator declares in `_REMOTE`; "
                  "not tested here", "duckdb") for name in ("s3", "gcs", "azure")),
+    # Iceberg tables through the operator's catalog, scanned by DuckDB as Arrow (engine/lake.py)
+    ServerType(("iceberg",), True, "duckdb", "duckdb", None, False, False, Handling.RUN,
+               "Iceberg tables through the operator's catalog (pyiceberg), scanned by DuckDB as Arrow", "iceberg"),
     # PostgreSQL's SQL, but which engine Google runs is not said by the type: reached through `_URL`
     _sql(("cloudsql",), "postgres", _URL_ONLY, case_sensitive=True),
     # not an ODCS type: SQLAlchemy's built-in dialect, on which the `_URL` + `_READ_ONLY` path is tested
@@ -100,7 +103,6 @@ SERVER_TYPES: tuple[ServerType, ...] = (
     _not_enforced("sftp", "files we cannot reach here: DuckDB reads no sftp:// location"),
     _not_enforced("glue", "a catalog, not an engine that runs SQL: declare the engine that reads its tables "
                           "(athena, databricks, …) or its files (s3) as the server"),
-    _not_enforced("iceberg", "Iceberg tables through a catalog: no reader of Iceberg catalogs here"),
     _not_enforced("fastobjects", "an object database, not SQL tables"),
     _not_enforced("poet", "an object database (FastObjects), not SQL tables"),
     _not_enforced("versant", "an object database (Actian NoSQL), not SQL tables"),
@@ -114,6 +116,10 @@ _BY_DIALECT = {row.dialect: row for row in reversed(SERVER_TYPES) if row.dialect
 DIALECT_SPELLINGS = {"mariadb": "mysql"}
 
 FILE_FORMATS = {"csv", "parquet", "json"}
+# table formats read through their own library as Arrow, scanned by DuckDB (engine/lake.py): a
+# `format: delta` folder on a file server type, or an `iceberg` server's tables in its catalog
+LAKE_FORMATS = {"delta", "iceberg"}
+LAKE_READERS = {"delta": "deltalake", "iceberg": "pyiceberg"}
 # What a file of each format is named: in the default binding (no roots declared) a file server
 # reads only such files, so that a contract cannot read the project's other files (`.env`,
 # `dagster.yaml`, …) as a table
@@ -152,6 +158,23 @@ def is_file_server(server: dict) -> bool:
             and bool(server.get("path")))
 
 
+def lake_format(server: dict) -> str | None:
+    """`delta` for a file server type's Delta folder (`path`, or an s3/azure `location`), `iceberg`
+    for an iceberg server; None for any other server."""
+    row = server_type(server.get("type"))
+    if row is None or not row.files:
+        return None
+    if row.names[0] == "iceberg":
+        return "iceberg"
+    fmt = str(server.get("format", "")).lower()
+    return fmt if fmt in LAKE_FORMATS and (server.get("path") or server.get("location")) else None
+
+
+def lake_location(server: dict) -> str:
+    """Where a Delta server's tables are: its `path` (local) or `location` (s3, azure)."""
+    return str(server.get("path") or server.get("location") or "")
+
+
 def checkable(server: dict) -> bool:
     """A server the checks can run against: a SQL database, or files DuckDB reads."""
     return server_handling(server)[0] is not Handling.NOT_ENFORCED
@@ -164,6 +187,8 @@ def server_handling(server: dict) -> tuple[Handling, str]:
     row = server_type(kind)
     if row is None:
         return Handling.NOT_ENFORCED, f"{kind or 'no type'}: not an ODCS server type"
+    if row.files and lake_format(server) is not None:
+        return Handling.RUN, f"{kind}: {lake_format(server)} tables read by {LAKE_READERS[lake_format(server)]}, scanned by DuckDB as Arrow"
     if row.files and not is_file_server(server):
         fmt = str(server.get("format") or "").lower()
         if fmt not in FILE_FORMATS:
@@ -188,8 +213,8 @@ def servers_handling(servers: tuple[dict, ...] | list[dict]) -> list[dict]:
 
 
 def engine_type(server: dict) -> str:
-    """The SQL engine of a server: its type, or DuckDB for files."""
-    return "duckdb" if is_file_server(server) else str(server.get("type")).lower()
+    """The SQL engine of a server: its type, or DuckDB for files and lake tables."""
+    return "duckdb" if is_file_server(server) or lake_format(server) else str(server.get("type")).lower()
 
 
 def same_type(contract_type: str, declared: str) -> bool:
@@ -203,7 +228,8 @@ _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # md:, s3://, … (as connectio
 
 def server_identity(server: dict, folder: str) -> tuple:
     """What makes two contracts' servers one database: engine, host, port, database (a relative
-    DuckDB file resolved from the contract's folder), schema, and a file server's path and format."""
+    DuckDB file resolved from the contract's folder), schema, a file server's path and format, a lake
+    server's location and namespace."""
     kind = engine_type(server)
     database = server.get("database")
     row = server_type(kind)
@@ -212,4 +238,4 @@ def server_identity(server: dict, folder: str) -> tuple:
         database = os.path.normpath(os.path.join(folder, os.path.expanduser(database)))
     return (kind, *(str(server.get(k) or "").lower() if k in ("host",) else server.get(k)
                     for k in ("host", "port")), database, server.get("schema"), server.get("path"),
-            server.get("format"))
+            server.get("format"), server.get("location"), server.get("namespace"))
