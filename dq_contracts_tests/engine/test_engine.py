@@ -84,9 +84,13 @@ def warehouse(request, tmp_path):
         from dq_contracts_tests.support import mysql_env, mysql_server
 
         admin, reader = request.getfixturevalue("mariadb_database")
-        ansi = {"init_command": "SET SESSION sql_mode = 'ANSI_QUOTES'"}
-        return lambda rows, name="w": (fill(sa.create_engine(admin, connect_args=ansi), rows).dispose(),
-                                       engine_for(connection_for(mysql_server(reader), mysql_env(reader))))[1]
+
+        def mariadb(rows, name="w"):
+            fill(sa.create_engine(admin, connect_args={"init_command": "SET SESSION sql_mode = 'ANSI_QUOTES'"}),
+                 rows).dispose()
+            return engine_for(connection_for(mysql_server(reader), mysql_env(reader)))
+
+        return mariadb
     url = request.getfixturevalue("pg_database")
     return lambda rows, name="w": fill(sa.create_engine(url), rows)
 
