@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from dq_contracts_tests.support import pg_env, pg_server, start_cluster
+from dq_contracts_tests.support import (pg_env, pg_server, snowflake_emulator, snowflake_engine, snowflake_env,
+                                       snowflake_server, start_cluster)
 
 
 @pytest.fixture
@@ -44,12 +45,32 @@ def pg_database(postgres):
     yield postgres.url(name)
 
 
+@pytest.fixture
+def warehouse_of(request, tmp_path):
+    """A factory: kind (duckdb, postgres, snowflake) -> (server entry, environment, writable engine) of a
+    fresh warehouse of that kind."""
+    def make(kind: str):
+        if kind == "duckdb":
+            path = tmp_path / "wh.duckdb"
+            return {"server": "local", "type": "duckdb", "database": str(path), "schema": "main"}, {}, \
+                sa.create_engine(f"duckdb:///{path}")
+        if kind == "snowflake":
+            return request.getfixturevalue("snowflake")
+        url = request.getfixturevalue("pg_database")
+        return pg_server(url), pg_env(url), sa.create_engine(url)
+
+    return make
+
+
 @pytest.fixture(params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])
-def warehouse(request, tmp_path):
+def warehouse(request, warehouse_of):
     """(server entry, environment, writable engine) of a fresh warehouse."""
-    if request.param == "duckdb":
-        path = tmp_path / "wh.duckdb"
-        return {"server": "local", "type": "duckdb", "database": str(path), "schema": "main"}, {}, \
-            sa.create_engine(f"duckdb:///{path}")
-    url = request.getfixturevalue("pg_database")
-    return pg_server(url), pg_env(url), sa.create_engine(url)
+    return warehouse_of(request.param)
+
+@pytest.fixture
+def snowflake(tmp_path):
+    """(server entry, environment, engine) of a fresh Snowflake, emulated by fakesnow on DuckDB."""
+    with snowflake_emulator(tmp_path / "snowflake"):
+        engine = snowflake_engine()
+        yield snowflake_server(), snowflake_env(), engine
+        engine.dispose()

@@ -178,3 +178,39 @@ def assert_accounted(plan, document: dict) -> None:
             assert skipped[clause] == 1, f"{clause} is neither enforced nor listed once as not enforced"
     for item in data["not_enforced"]:
         assert item["code"] and item["reason"], item
+
+
+# -- Snowflake, emulated: fakesnow runs Snowflake's SQL on DuckDB in this process ---------------------
+
+# fakesnow has no statement timeout and refuses ALTER SESSION: the session statement of the
+# Snowflake row (warehouse_sql.SNOWFLAKE_SESSION) is a no-op there, so a test can see it sent but
+# never see Snowflake stop a query
+SNOWFLAKE_NO_OPS = [r"^ALTER SESSION SET STATEMENT_TIMEOUT_IN_SECONDS = \d+ TIMEZONE = 'UTC'$"]
+
+
+def snowflake_emulator(path: Path):
+    """The context in which `snowflake.connector.connect` is fakesnow's, its databases in `path`."""
+    import fakesnow
+
+    path.mkdir(parents=True, exist_ok=True)
+    return fakesnow.patch(db_path=str(path), nop_regexes=SNOWFLAKE_NO_OPS)
+
+
+SNOWFLAKE_URL = "snowflake://checker:secret@acme-test/wh?schema=PUBLIC&warehouse=CHECKS"
+
+
+def snowflake_server() -> dict:
+    return {"server": "snow", "type": "snowflake", "account": "acme-test", "database": "wh", "schema": "PUBLIC",
+            "warehouse": "CHECKS"}
+
+
+def snowflake_env() -> dict:
+    """A Snowflake session cannot be made read-only by the client: the operator vouches for the role."""
+    return {"DQ_CONTRACTS_SNOW_URL": SNOWFLAKE_URL, "DQ_CONTRACTS_SNOW_READ_ONLY": "true"}
+
+
+def snowflake_engine() -> sa.Engine:
+    """An engine on the emulator as connections.engine_for builds one for the operator's `_READ_ONLY`."""
+    from dq_contracts.engine.sessions import CREDENTIALS_READ_ONLY
+
+    return sa.create_engine(SNOWFLAKE_URL, execution_options={CREDENTIALS_READ_ONLY: True})

@@ -15,6 +15,7 @@ credentials can only read (`DQ_CONTRACTS_<SERVER>_READ_ONLY=true`).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 import threading
@@ -25,6 +26,7 @@ from typing import Any, Callable, Mapping
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
+from dq_contracts.engine import warehouse_sql as ws
 from dq_contracts.odcs.declaration import env_prefix
 
 
@@ -356,6 +358,9 @@ class Dialect:
     settings: tuple[tuple[str, str, Callable[[], Any]], ...]  # (setting, declaration field, default) of a session
     # a connection in a read-only transaction with the timeout set; None: this row cannot make one
     begin: Callable[[sa.Engine, float], sa.Connection] | None
+    # `begin` makes the session read-only itself; False: only the operator's read-only credentials
+    # can (Snowflake), so `_READ_ONLY` is required and `begin` sets the time limit alone
+    read_only: bool
     # where the server has no statement timeout: what a timer calls to stop the statement at it
     interrupt: Callable[[sa.Connection], Callable[[], None]] | None
     server_timeout: Callable[[BaseException], bool]  # the server cancelled a statement at the timeout
@@ -377,17 +382,36 @@ class Dialect:
 
 GENERIC = Dialect(
     name="", driver=None, engine_options=lambda connection: {}, prepare=None, settings=(), begin=None,
-    interrupt=None, server_timeout=no_server_timeout, names_need_schema=False, qualifier=qualifier, regex=_regex,
+    read_only=False, interrupt=None, server_timeout=no_server_timeout, names_need_schema=False, qualifier=qualifier, regex=_regex,
     length=_length, epoch=_epoch, binary_text=None, catalog_columns=_catalog_columns,
     type_spellings=TYPE_SPELLINGS, measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT,
     distinct_counts_per_statement=DEFAULT_MEASURES_PER_STATEMENT, key_groups=False)
+
+# The warehouses reached through their own SQLAlchemy packages (pyproject's extras): GENERIC but for
+# what each row says. Snowflake begins a time-limited session but cannot make it read-only; the
+# compiled-only ones (the tests compile and parse their SQL, nothing runs it) begin none, so they run
+# only on the operator's `_READ_ONLY` word, with no timeout of ours.
+WAREHOUSE_DIALECTS: dict[str, Dialect] = {row.name: row for row in (
+    dataclasses.replace(
+        GENERIC, name="snowflake", driver="snowflake", begin=ws.snowflake_begin, read_only=False,
+        server_timeout=ws.snowflake_timeout, regex=ws.snowflake_regex, epoch=ws.snowflake_epoch,
+        catalog_columns=ws.snowflake_catalog, type_spellings={**TYPE_SPELLINGS, **ws.SNOWFLAKE_SPELLINGS}),
+    dataclasses.replace(GENERIC, name="bigquery", driver="bigquery", regex=ws.bigquery_regex, epoch=ws.bigquery_epoch,
+                        type_spellings={**TYPE_SPELLINGS, **ws.BIGQUERY_SPELLINGS}),
+    # PostgreSQL's operators, over psycopg2
+    dataclasses.replace(GENERIC, name="redshift", driver="redshift+psycopg2", regex=_postgres_regex),
+    dataclasses.replace(GENERIC, name="trino", driver="trino", engine_options=ws.trino_options, regex=ws.trino_regex,
+                        epoch=ws.trino_epoch),
+    dataclasses.replace(GENERIC, name="mssql", driver="mssql+pyodbc", regex=ws.mssql_regex, length=ws.mssql_length,
+                        epoch=ws.mssql_epoch, binary_text=ws.mssql_binary_text),
+)}
 
 DIALECTS: dict[str, Dialect] = {
     # PostgreSQL refuses a target list of more than 1,664 entries; it has no bounded aggregate, and
     # its COUNT(DISTINCT …) is faster than its hash GROUP BY (2M rows: 0.57 s against 2.37 s)
     "postgresql": Dialect(
         name="postgresql", driver="postgresql+psycopg2", engine_options=_postgres_options,
-        prepare=_postgres_prepare, settings=(), begin=_postgres_begin, interrupt=None,
+        prepare=_postgres_prepare, settings=(), begin=_postgres_begin, read_only=True, interrupt=None,
         server_timeout=_postgres_timeout, names_need_schema=True, qualifier=qualifier, regex=_postgres_regex,
         length=_length, epoch=_epoch, binary_text=_binary_text(sa.Text, "C"), catalog_columns=_postgres_catalog,
         type_spellings=TYPE_SPELLINGS, measures_per_statement=1500, distinct_counts_per_statement=1500,
@@ -395,12 +419,13 @@ DIALECTS: dict[str, Dialect] = {
     # DuckDB holds a hash table for each distinct count at once
     "duckdb": Dialect(
         name="duckdb", driver="duckdb", engine_options=_duckdb_options, prepare=_duckdb_confine,
-        settings=DUCKDB_SETTINGS, begin=_duckdb_begin, interrupt=_duckdb_interrupt,
+        settings=DUCKDB_SETTINGS, begin=_duckdb_begin, read_only=True, interrupt=_duckdb_interrupt,
         server_timeout=no_server_timeout, names_need_schema=False, qualifier=qualifier, regex=_duckdb_regex,
         length=_length, epoch=_epoch, binary_text=_binary_text(sa.String, "binary"),
         catalog_columns=_catalog_columns, type_spellings=TYPE_SPELLINGS,
         measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT, distinct_counts_per_statement=50,
         key_groups=True),
+    **WAREHOUSE_DIALECTS,
 }
 
 
@@ -412,10 +437,15 @@ def dialect_of(name: str | None) -> Dialect:
 def read_only_refusal(name: str, server: str | None = None) -> str | None:
     """Why a connection in dialect `name` is refused when the operator has not declared its
     credentials read-only, or None when its row makes every session read-only and time-limited."""
-    if dialect_of(name).begin is not None:
+    row = dialect_of(name)
+    if row.begin is not None and row.read_only:
         return None
     variable = (env_prefix(server) if server is not None else "DQ_CONTRACTS_<SERVER>") + "_READ_ONLY"
-    return (f"{f'server {server!r}: ' if server is not None else ''}dialect {name or '(none)'!r} has no row here "
+    where = f"server {server!r}: " if server is not None else ""
+    if row.begin is not None:  # time-limited here, but read-only only by the operator's role
+        return (f"{where}a {name} session cannot be made read-only by the client (engine/dialects.py); not "
+                f"connecting (if its credentials, e.g. the role, can only read, the operator declares {variable}=true)")
+    return (f"{where}dialect {name or '(none)'!r} has no row here "
             "that makes a check session read-only and time-limited (engine/dialects.py); not connecting (if its "
             f"credentials can only read, the operator declares {variable}=true: its statements then run with "
             "no timeout)")

@@ -59,11 +59,10 @@ def _begin(engine: sa.Engine, timeout_seconds: float) -> sa.Connection:
     (engine/dialects.py); a dialect whose row cannot is refused, unless the operator declared its
     credentials read-only."""
     row = dialect_of(engine.dialect.name)
-    if row.begin is not None:
-        return row.begin(engine, timeout_seconds)
-    if not engine.get_execution_options().get(CREDENTIALS_READ_ONLY):
+    if not (row.begin is not None and row.read_only) and not engine.get_execution_options().get(CREDENTIALS_READ_ONLY):
         raise ReadOnlyRefused(read_only_refusal(engine.dialect.name))
-    return engine.connect()
+    # a row that cannot make the session read-only may still time-limit it (Snowflake)
+    return row.begin(engine, timeout_seconds) if row.begin is not None else engine.connect()
 
 
 

@@ -40,14 +40,15 @@ SERVER_TYPES: tuple[ServerType, ...] = (
     *(ServerType((name,), True, "duckdb", "duckdb", None, False, False) for name in ("local", "s3", "gcs", "azure")),
     # PostgreSQL's SQL, but which engine Google runs is not said by the type: reached through `_URL`
     _sql(("cloudsql",), "postgres", case_sensitive=True),
-    _sql(("redshift",), "redshift"),
+    _sql(("redshift",), "redshift", dialect="redshift", default_schema="public"),
     _sql(("sqlite",), "sqlite"),
     _sql(("mysql",), "mysql"),
-    _sql(("sqlserver",), "tsql"),
-    _sql(("snowflake",), "snowflake"),
-    _sql(("bigquery",), "bigquery"),
+    _sql(("sqlserver",), "tsql", dialect="mssql", default_schema="dbo"),
+    # a quoted name is exact on Snowflake; a name created unquoted is stored in upper case
+    _sql(("snowflake",), "snowflake", dialect="snowflake", default_schema="PUBLIC", case_sensitive=True),
+    _sql(("bigquery",), "bigquery", dialect="bigquery"),  # a dataset is the schema
     _sql(("databricks",), "databricks"),
-    _sql(("trino",), "trino"),
+    _sql(("trino",), "trino", dialect="trino"),  # catalog.schema.table
     _sql(("presto",), "presto"),
     _sql(("oracle",), "oracle"),
     _sql(("clickhouse",), "clickhouse"),

@@ -1,5 +1,5 @@
 """The engine's cases, one file per check kind (cases/<kind>.yaml), as sqlfluff keeps rule cases: a
-snippet of a contract, a small table, and what the engine must say of it, on DuckDB and PostgreSQL.
+snippet of a contract, a small table, and what the engine must say of it, on DuckDB, PostgreSQL and Snowflake (emulated by fakesnow).
 
 A case holds `case` (its name); the ODCS snippet as odcs/cases/clauses.yaml writes it (`property`
 goes into the object `t`, `object` keys are merged into it, `sla` is one slaProperties item, `api`
@@ -86,6 +86,12 @@ def same(expected, observed) -> bool:
     if isinstance(expected, float) and observed is not None:
         return float(observed) == pytest.approx(expected)
     return expected == observed
+
+
+@pytest.fixture(params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres), "snowflake"])
+def warehouse(request, warehouse_of):
+    """The shared warehouses (conftest.py), and Snowflake emulated by fakesnow."""
+    return warehouse_of(request.param)
 
 
 @pytest.mark.parametrize("kind, case", CASES, ids=[f"{kind}/{case['case']}" for kind, case in CASES])
