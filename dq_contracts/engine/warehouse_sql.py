@@ -55,9 +55,12 @@ def snowflake_epoch(value: ColumnElement) -> ColumnElement:
 
 def snowflake_catalog(connection: sa.Connection, prefix: list[str], name: str) -> list[dict[str, Any]]:
     """The inspector's columns, with Snowflake's NUMBER(p, 0) read as the integer it holds (INTEGER
-    is NUMBER(38, 0) there: the catalog says no other name)."""
+    is NUMBER(38, 0) there: the catalog says no other name). Names are exact, as the checks quote
+    them: the dialect would read a lower-case name as an unquoted one (`orders` as ORDERS)."""
+    exact = [sa.sql.quoted_name(part, quote=True) for part in (*prefix, name)]
+    schema = exact[0] if len(prefix) == 1 else ".".join(prefix) or None
     try:
-        columns = sa.inspect(connection).get_columns(name, schema=".".join(prefix) or None)
+        columns = sa.inspect(connection).get_columns(exact[-1], schema=schema)
     except sa.exc.NoSuchTableError:
         return []
     for column in columns:

@@ -68,9 +68,11 @@ def contract(case: dict) -> dict:
 
 
 def fill(engine: sa.Engine, case: dict) -> None:
-    """The case's table `t`, built and filled with SQLAlchemy Core."""
-    table = sa.Table("t", sa.MetaData(), *(sa.Column(name, column_type(sql)[0])
-                                           for name, sql in case["columns"].items()))
+    """The case's table `t`, built and filled with SQLAlchemy Core; names quoted as the checks quote
+    them (Snowflake's dialect would otherwise make `t` the unquoted T)."""
+    exact = lambda name: sa.sql.quoted_name(name, quote=True)  # noqa: E731
+    table = sa.Table(exact("t"), sa.MetaData(), *(sa.Column(exact(name), column_type(sql)[0])
+                                                  for name, sql in case["columns"].items()))
     table.metadata.create_all(engine)
     rows = [dict(zip(case["columns"], row, strict=True)) for row in case.get("rows") or []]
     if rows:
