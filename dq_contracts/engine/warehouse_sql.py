@@ -112,8 +112,9 @@ def trino_epoch(value: ColumnElement) -> ColumnElement:
 
 def mssql_regex(column: ColumnElement, pattern: str) -> ColumnElement:
     # REGEXP_LIKE is SQL Server 2025's (and Azure SQL's): unanchored; an older server has no regex,
-    # and the clause fails with its error
-    return sa.func.regexp_like(column, _text(pattern), type_=sa.Boolean)
+    # and the clause fails with its error. A predicate, not a value: typed Boolean, SQLAlchemy's
+    # mssql dialect would write its negation `regexp_like(…) = 0`, which T-SQL refuses
+    return sa.func.regexp_like(column, _text(pattern))
 
 
 def mssql_length(column: ColumnElement) -> ColumnElement:
