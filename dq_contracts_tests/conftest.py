@@ -4,8 +4,10 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from dq_contracts_tests.support import (pg_env, pg_server, snowflake_emulator, snowflake_engine, snowflake_env,
-                                       snowflake_server, start_cluster)
+from dq_contracts_tests.support import (pg_env, pg_server, snowflake_dialect_importable, snowflake_emulator,
+                                       snowflake_engine, snowflake_env, snowflake_server, start_cluster)
+
+snowflake_dialect_importable()  # before any test loads the snowflake dialect
 
 
 @pytest.fixture

@@ -188,6 +188,17 @@ def assert_accounted(plan, document: dict) -> None:
 SNOWFLAKE_NO_OPS = [r"^ALTER SESSION SET STATEMENT_TIMEOUT_IN_SECONDS = \d+ TIMEZONE = 'UTC'$"]
 
 
+def snowflake_dialect_importable() -> None:
+    """snowflake-sqlalchemy 1.11, the release the connector fakesnow needs (below 5) allows, names
+    SQLAlchemy 2.0's ORMSelectCompileState, which 2.1 calls _ORMSelectCompileState: the old name is
+    given back here, for the tests only (a user's `[snowflake]` install gets snowflake-sqlalchemy 2,
+    which is made for 2.1). Our checks use SQLAlchemy Core alone."""
+    from sqlalchemy.orm import context
+
+    if not hasattr(context, "ORMSelectCompileState"):
+        context.ORMSelectCompileState = context._ORMSelectCompileState
+
+
 def snowflake_emulator(path: Path):
     """The context in which `snowflake.connector.connect` is fakesnow's, its databases in `path`."""
     import fakesnow
