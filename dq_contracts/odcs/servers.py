@@ -24,12 +24,18 @@ class ServerType:
     # on PostgreSQL a name is exactly what it says; DuckDB matches quoted names ignoring case
     case_sensitive: bool
     database_file: bool  # `database` is a local file, confined to the operator's roots
+    # the server's ODCS fields that name the endpoint, each compared with a part of the operator's
+    # (`host`, `port`, `database`): a contract naming another is refused (declaration.endpoint_disagreements)
+    endpoint: tuple[tuple[str, str], ...]
+
+
+ENDPOINT = (("host", "host"), ("port", "port"), ("database", "database"))
 
 
 def _sql(names: tuple[str, ...], sqlglot: str | None, *, dialect: str | None = None,
          default_schema: str | None = None, case_sensitive: bool = False,
-         database_file: bool = False) -> ServerType:
-    return ServerType(names, False, dialect, sqlglot, default_schema, case_sensitive, database_file)
+         database_file: bool = False, endpoint: tuple[tuple[str, str], ...] = ENDPOINT) -> ServerType:
+    return ServerType(names, False, dialect, sqlglot, default_schema, case_sensitive, database_file, endpoint)
 
 
 SERVER_TYPES: tuple[ServerType, ...] = (
@@ -37,7 +43,8 @@ SERVER_TYPES: tuple[ServerType, ...] = (
          case_sensitive=True),
     _sql(("duckdb",), "duckdb", dialect="duckdb", default_schema="main", database_file=True),
     # files DuckDB reads as tables: csv, parquet or json (FILE_FORMATS)
-    *(ServerType((name,), True, "duckdb", "duckdb", None, False, False) for name in ("local", "s3", "gcs", "azure")),
+    *(ServerType((name,), True, "duckdb", "duckdb", None, False, False, ENDPOINT)
+      for name in ("local", "s3", "gcs", "azure")),
     # PostgreSQL's SQL, but which engine Google runs is not said by the type: reached through `_URL`
     _sql(("cloudsql",), "postgres", case_sensitive=True),
     _sql(("redshift",), "redshift", dialect="redshift", default_schema="public"),
@@ -45,8 +52,11 @@ SERVER_TYPES: tuple[ServerType, ...] = (
     _sql(("mysql",), "mysql"),
     _sql(("sqlserver",), "tsql", dialect="mssql", default_schema="dbo"),
     # a quoted name is exact on Snowflake; a name created unquoted is stored in upper case
-    _sql(("snowflake",), "snowflake", dialect="snowflake", default_schema="PUBLIC", case_sensitive=True),
-    _sql(("bigquery",), "bigquery", dialect="bigquery"),  # a dataset is the schema
+    # (its URL's host is the account: snowflake://user@account/database?schema=…&warehouse=…)
+    _sql(("snowflake",), "snowflake", dialect="snowflake", default_schema="PUBLIC", case_sensitive=True,
+         endpoint=(("account", "host"), *ENDPOINT)),
+    # a dataset is the schema; its URL's host is the project (bigquery://project/dataset)
+    _sql(("bigquery",), "bigquery", dialect="bigquery", endpoint=(("project", "host"),)),
     _sql(("databricks",), "databricks"),
     _sql(("trino",), "trino", dialect="trino"),  # catalog.schema.table
     _sql(("presto",), "presto"),

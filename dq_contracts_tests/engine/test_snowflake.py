@@ -83,3 +83,13 @@ def test_snowflakes_own_timeout_is_said_as_ours():
 
     assert snowflake_timeout(sa.exc.OperationalError("s", {}, Orig()))
     assert not snowflake_timeout(sa.exc.OperationalError("s", {}, Other()))
+
+
+def test_a_contract_naming_another_account_is_refused(tmp_path):
+    """Snowflake's ODCS `account` is its URL's host: a contract naming another one never connects."""
+    from dq_contracts_tests.support import snowflake_env, snowflake_server
+
+    folder = _folder(tmp_path, {**snowflake_server(), "account": "someone-else"})
+    loaded = load_contracts([folder], environ=snowflake_env())
+    assert any("account 'someone-else'" in p.message and "acme-test" in p.message for p in loaded.problems), \
+        [p.message for p in loaded.problems]
