@@ -4,7 +4,10 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from dq_contracts_tests.support import start_cluster, start_mariadb, warehouse_of
+from dq_contracts_tests.support import (fresh_warehouse, snowflake_dialect_importable, snowflake_emulator,
+                                       snowflake_engine, snowflake_env, snowflake_server, start_cluster, start_mariadb)
+
+snowflake_dialect_importable()  # before any test loads the snowflake dialect
 
 
 @pytest.fixture
@@ -44,10 +47,17 @@ def pg_database(postgres):
     yield postgres.url(name)
 
 
+@pytest.fixture
+def warehouse_of(request, tmp_path):
+    """A factory: kind (duckdb, postgres, mariadb, snowflake) -> (server entry, environment, writable
+    engine) of a fresh warehouse of that kind (support.fresh_warehouse)."""
+    return lambda kind: fresh_warehouse(request, kind, tmp_path)
+
+
 @pytest.fixture(params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])
-def warehouse(request, tmp_path):
+def warehouse(request, warehouse_of):
     """(server entry, environment, writable engine) of a fresh warehouse."""
-    return warehouse_of(request, request.param, tmp_path)
+    return warehouse_of(request.param)
 
 
 @pytest.fixture(scope="session")
@@ -83,3 +93,12 @@ def mariadb_database(mariadb):
     with admin.begin() as c:
         c.exec_driver_sql(f"DROP DATABASE `{name}`")
     admin.dispose()
+
+
+@pytest.fixture
+def snowflake(tmp_path):
+    """(server entry, environment, engine) of a fresh Snowflake, emulated by fakesnow on DuckDB."""
+    with snowflake_emulator(tmp_path / "snowflake"):
+        engine = snowflake_engine()
+        yield snowflake_server(), snowflake_env(), engine
+        engine.dispose()

@@ -97,9 +97,10 @@ def mysql_env(url: str) -> dict:
             "DQ_CONTRACTS_MY_READ_ONLY": "true"}
 
 
-def warehouse_of(request, backend: str, tmp_path: Path) -> tuple[dict, dict, sa.Engine]:
-    """(server entry, environment, writable engine) of a fresh warehouse of `backend`; on MariaDB the
-    environment names a user that may only read it (mariadb_database)."""
+def fresh_warehouse(request, backend: str, tmp_path: Path) -> tuple[dict, dict, sa.Engine]:
+    """(server entry, environment, writable engine) of a fresh warehouse of `backend` (duckdb, postgres,
+    mariadb, snowflake); on MariaDB the environment names a user that may only read it (mariadb_database),
+    on Snowflake the operator vouches for the role (the `snowflake` fixture, fakesnow)."""
     if backend == "duckdb":
         path = tmp_path / "wh.duckdb"
         return {"server": "local", "type": "duckdb", "database": str(path), "schema": "main"}, {}, \
@@ -107,6 +108,8 @@ def warehouse_of(request, backend: str, tmp_path: Path) -> tuple[dict, dict, sa.
     if backend == "mariadb":
         admin, reader = request.getfixturevalue("mariadb_database")
         return mysql_server(reader), mysql_env(reader), sa.create_engine(admin)
+    if backend == "snowflake":
+        return request.getfixturevalue("snowflake")
     url = request.getfixturevalue("pg_database")
     return pg_server(url), pg_env(url), sa.create_engine(url)
 
@@ -262,3 +265,50 @@ def lake_engine(server: dict, environ: dict, folder: Path):
 
     connection = connection_for(server, environ, str(folder))
     return engine_for(connection), connection.files
+
+
+# -- Snowflake, emulated: fakesnow runs Snowflake's SQL on DuckDB in this process ---------------------
+
+# fakesnow has no statement timeout and refuses ALTER SESSION: the session statement of the
+# Snowflake row (warehouse_sql.SNOWFLAKE_SESSION) is a no-op there, so a test can see it sent but
+# never see Snowflake stop a query
+SNOWFLAKE_NO_OPS = [r"^ALTER SESSION SET STATEMENT_TIMEOUT_IN_SECONDS = \d+ TIMEZONE = 'UTC'$"]
+
+
+def snowflake_dialect_importable() -> None:
+    """snowflake-sqlalchemy 1.11, the release the connector fakesnow needs (below 5) allows, names
+    SQLAlchemy 2.0's ORMSelectCompileState, which 2.1 calls _ORMSelectCompileState: the old name is
+    given back here, for the tests only (a user's `[snowflake]` install gets snowflake-sqlalchemy 2,
+    which is made for 2.1). Our checks use SQLAlchemy Core alone."""
+    from sqlalchemy.orm import context
+
+    if not hasattr(context, "ORMSelectCompileState"):
+        context.ORMSelectCompileState = context._ORMSelectCompileState
+
+
+def snowflake_emulator(path: Path):
+    """The context in which `snowflake.connector.connect` is fakesnow's, its databases in `path`."""
+    import fakesnow
+
+    path.mkdir(parents=True, exist_ok=True)
+    return fakesnow.patch(db_path=str(path), nop_regexes=SNOWFLAKE_NO_OPS)
+
+
+SNOWFLAKE_URL = "snowflake://checker:secret@acme-test/wh?schema=PUBLIC&warehouse=CHECKS"
+
+
+def snowflake_server() -> dict:
+    return {"server": "snow", "type": "snowflake", "account": "acme-test", "database": "wh", "schema": "PUBLIC",
+            "warehouse": "CHECKS"}
+
+
+def snowflake_env() -> dict:
+    """A Snowflake session cannot be made read-only by the client: the operator vouches for the role."""
+    return {"DQ_CONTRACTS_SNOW_URL": SNOWFLAKE_URL, "DQ_CONTRACTS_SNOW_READ_ONLY": "true"}
+
+
+def snowflake_engine() -> sa.Engine:
+    """An engine on the emulator as connections.engine_for builds one for the operator's `_READ_ONLY`."""
+    from dq_contracts.engine.sessions import CREDENTIALS_READ_ONLY
+
+    return sa.create_engine(SNOWFLAKE_URL, execution_options={CREDENTIALS_READ_ONLY: True})

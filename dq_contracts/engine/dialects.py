@@ -11,11 +11,13 @@ names, sqlglot dialect, default schema, case) is its row in odcs/servers.py.
 A dialect whose row has no `begin` cannot make a session read-only and time-limited here: the engine
 refuses it (connections.connection_for, sessions._begin) unless the operator declares that its
 credentials can only read (`DQ_CONTRACTS_<SERVER>_READ_ONLY=true`). So is one whose session could
-undo its own read-only mode (`needs_read_only_credentials`: MySQL), though its `begin` still sets it.
+undo its own read-only mode (MySQL), or one no client can make read-only (Snowflake), though its `begin`
+still sets what it can: `why_not_read_only` says which, and the refusal says it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 import threading
@@ -27,6 +29,7 @@ import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
 from dq_contracts.engine import dialect_mysql
+from dq_contracts.engine import warehouse_sql as ws
 from dq_contracts.odcs.declaration import env_prefix
 from dq_contracts.odcs.servers import DIALECT_SPELLINGS
 
@@ -391,6 +394,11 @@ class Dialect:
     settings: tuple[tuple[str, str, Callable[[], Any]], ...]  # (setting, declaration field, default) of a session
     # a connection in a read-only transaction with the timeout set; None: this row cannot make one
     begin: Callable[[sa.Engine, float], sa.Connection] | None
+    # None: `begin` makes every session read-only itself. Otherwise why it cannot (the refusal says it),
+    # so only the operator's read-only credentials can and `_READ_ONLY` is required: no `begin` at all,
+    # a read-only mode the session could undo (MySQL), or none a client can set (Snowflake, whose
+    # `begin` sets the time limit alone). One field for both: "read-only by itself" is one question
+    why_not_read_only: str | None
     # where the server has no statement timeout: what a timer calls to stop the statement at it
     interrupt: Callable[[sa.Connection], Callable[[], None]] | None
     server_timeout: Callable[[BaseException], bool]  # the server cancelled a statement at the timeout
@@ -408,9 +416,6 @@ class Dialect:
     # a key column's repeated rows, NULLs and 5 smallest repeated keys from one GROUP BY (a bounded
     # `min(key, 5)`), so a failing unique or primary key needs no second pass for samples
     key_groups: bool
-    # the session's read-only mode is one the session itself could undo (MySQL): only the operator's
-    # read-only credentials make it hold, so a row with `begin` is still refused without `_READ_ONLY`
-    needs_read_only_credentials: bool
     # one row of array subqueries serves a table's bounded samples (samples._bounded_samples); False
     # where the server has no array (MySQL): each failing clause's samples query runs alone
     sample_arrays: bool
@@ -418,22 +423,49 @@ class Dialect:
 
 GENERIC = Dialect(
     name="", driver=None, engine_options=lambda connection: {}, prepare=None, settings=(), begin=None,
+    why_not_read_only="has no row here that makes a check session read-only and time-limited (engine/dialects.py)",
     interrupt=None, server_timeout=no_server_timeout, names_need_schema=False, qualifier=qualifier, regex=_regex,
     length=_length, epoch=_epoch, binary_text=None, catalog_columns=_catalog_columns,
     type_spellings=TYPE_SPELLINGS, measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT,
     distinct_counts_per_statement=DEFAULT_MEASURES_PER_STATEMENT, key_groups=False,
-    needs_read_only_credentials=True, sample_arrays=True)
+    sample_arrays=True)
+
+# The warehouses reached through their own SQLAlchemy packages (pyproject's extras): GENERIC but for
+# what each row says. Snowflake begins a time-limited session but cannot make it read-only; the
+# compiled-only ones (the tests compile and parse their SQL, nothing runs it) begin none, so they run
+# only on the operator's `_READ_ONLY` word, with no timeout of ours.
+_COMPILED_ONLY = ("has a row here for its SQL (compiled and parsed in tests, not run), but none that makes a check "
+                  "session read-only and time-limited (engine/dialects.py)")
+WAREHOUSE_DIALECTS: dict[str, Dialect] = {row.name: row for row in (
+    dataclasses.replace(
+        GENERIC, name="snowflake", driver="snowflake", begin=ws.snowflake_begin,
+        why_not_read_only="time-limits a check session, but a snowflake session cannot be made read-only by the "
+                          "client: only the operator's read-only role keeps it read-only",
+        server_timeout=ws.snowflake_timeout, regex=ws.snowflake_regex, epoch=ws.snowflake_epoch,
+        catalog_columns=ws.snowflake_catalog, type_spellings={**TYPE_SPELLINGS, **ws.SNOWFLAKE_SPELLINGS}),
+    dataclasses.replace(GENERIC, name="bigquery", driver="bigquery", why_not_read_only=_COMPILED_ONLY,
+                        regex=ws.bigquery_regex, epoch=ws.bigquery_epoch,
+                        type_spellings={**TYPE_SPELLINGS, **ws.BIGQUERY_SPELLINGS}),
+    # PostgreSQL's operators, over psycopg2
+    dataclasses.replace(GENERIC, name="redshift", driver="redshift+psycopg2", why_not_read_only=_COMPILED_ONLY,
+                        regex=_postgres_regex),
+    dataclasses.replace(GENERIC, name="trino", driver="trino", why_not_read_only=_COMPILED_ONLY,
+                        engine_options=ws.trino_options, regex=ws.trino_regex, epoch=ws.trino_epoch),
+    dataclasses.replace(GENERIC, name="mssql", driver="mssql+pyodbc", why_not_read_only=_COMPILED_ONLY,
+                        regex=ws.mssql_regex, length=ws.mssql_length, epoch=ws.mssql_epoch,
+                        binary_text=ws.mssql_binary_text),
+)}
 
 DIALECTS: dict[str, Dialect] = {
     # PostgreSQL refuses a target list of more than 1,664 entries; it has no bounded aggregate, and
     # its COUNT(DISTINCT …) is faster than its hash GROUP BY (2M rows: 0.57 s against 2.37 s)
     "postgresql": Dialect(
         name="postgresql", driver="postgresql+psycopg2", engine_options=_postgres_options,
-        prepare=_postgres_prepare, settings=(), begin=_postgres_begin, interrupt=None,
+        prepare=_postgres_prepare, settings=(), begin=_postgres_begin, why_not_read_only=None, interrupt=None,
         server_timeout=_postgres_timeout, names_need_schema=True, qualifier=qualifier, regex=_postgres_regex,
         length=_length, epoch=_epoch, binary_text=_binary_text(sa.Text, "C"), catalog_columns=_postgres_catalog,
         type_spellings=TYPE_SPELLINGS, measures_per_statement=1500, distinct_counts_per_statement=1500,
-        key_groups=False, needs_read_only_credentials=False, sample_arrays=True),
+        key_groups=False, sample_arrays=True),
     # DuckDB holds a hash table for each distinct count at once
     "duckdb": Dialect(
         name="duckdb", driver="duckdb", engine_options=_duckdb_options, prepare=_duckdb_confine,
@@ -442,7 +474,7 @@ DIALECTS: dict[str, Dialect] = {
         length=_length, epoch=_epoch, binary_text=_binary_text(sa.String, "binary"),
         catalog_columns=_catalog_columns, type_spellings=TYPE_SPELLINGS,
         measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT, distinct_counts_per_statement=50,
-        key_groups=True, needs_read_only_credentials=False, sample_arrays=True),
+        key_groups=True, why_not_read_only=None, sample_arrays=True),
     # MySQL and MariaDB (engine/dialect_mysql.py): read-only only by the operator's SELECT-only user;
     # a table holds at most 4,096 columns, so a statement of 1,000 measures is well within its limits
     "mysql": Dialect(
@@ -452,8 +484,12 @@ DIALECTS: dict[str, Dialect] = {
         epoch=dialect_mysql.epoch, binary_text=dialect_mysql.binary_text,
         catalog_columns=dialect_mysql.catalog_columns,
         type_spellings={**TYPE_SPELLINGS, **dialect_mysql.TYPE_SPELLINGS}, measures_per_statement=1000,
-        distinct_counts_per_statement=100, key_groups=False, needs_read_only_credentials=True,
+        distinct_counts_per_statement=100, key_groups=False,
+        why_not_read_only="starts a check session READ ONLY with a statement timeout, but the session itself could "
+                          "undo READ ONLY, so only credentials that can only read (a user granted SELECT alone) "
+                          "keep it read-only",
         sample_arrays=False),
+    **WAREHOUSE_DIALECTS,
 }
 
 
@@ -468,15 +504,11 @@ def read_only_refusal(name: str, server: str | None = None) -> str | None:
     """Why a connection in dialect `name` is refused when the operator has not declared its
     credentials read-only, or None when its row makes every session read-only and time-limited."""
     row = dialect_of(name)
-    if row.begin is not None and not row.needs_read_only_credentials:
+    if row.begin is not None and row.why_not_read_only is None:
         return None
     variable = (env_prefix(server) if server is not None else "DQ_CONTRACTS_<SERVER>") + "_READ_ONLY"
-    if row.begin is not None:
-        return (f"{f'server {server!r}: ' if server is not None else ''}dialect {name!r}: a check session starts "
-                "READ ONLY with a statement timeout, but the session itself could undo READ ONLY, so only "
-                "credentials that can only read (a user granted SELECT alone) keep it read-only; not connecting "
-                f"until the operator declares {variable}=true for such a user")
-    return (f"{f'server {server!r}: ' if server is not None else ''}dialect {name or '(none)'!r} has no row here "
-            "that makes a check session read-only and time-limited (engine/dialects.py); not connecting (if its "
-            f"credentials can only read, the operator declares {variable}=true: its statements then run with "
-            "no timeout)")
+    where = f"server {server!r}: " if server is not None else ""
+    # a row that begins a session still time-limits it; one that begins none runs with no timeout
+    untimed = "" if row.begin is not None else ": its statements then run with no timeout"
+    return (f"{where}dialect {name or '(none)'!r} {row.why_not_read_only}; not connecting (if its credentials "
+            f"can only read, the operator declares {variable}=true{untimed})")

@@ -62,6 +62,7 @@ def _begin(engine: sa.Engine, timeout_seconds: float) -> sa.Connection:
     refusal = read_only_refusal(engine.dialect.name)
     if refusal and not engine.get_execution_options().get(CREDENTIALS_READ_ONLY):
         raise ReadOnlyRefused(refusal)
+    # a row that cannot make the session read-only may still time-limit it (Snowflake, MySQL)
     return row.begin(engine, timeout_seconds) if row.begin is not None else engine.connect()
 
 

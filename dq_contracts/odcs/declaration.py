@@ -34,8 +34,8 @@ from dataclasses import dataclass, fields
 from typing import Any, Mapping
 from urllib.parse import unquote, urlsplit
 
-from dq_contracts.odcs.servers import (FORMAT_EXTENSIONS, is_file_server, lake_format, lake_location, local, same_type,
-                                      server_type)
+from dq_contracts.odcs.servers import (ENDPOINT, FORMAT_EXTENSIONS, is_file_server, lake_format, lake_location, local,
+                                      same_type, server_type)
 
 # (field, the variable's suffix, how a list is split: None for one value)
 FIELDS: tuple[tuple[str, str, str | None], ...] = (
@@ -264,9 +264,13 @@ def is_regular(path: str) -> bool:
 
 
 def endpoint_disagreements(server: Mapping[str, Any], host: Any, port: Any, database: Any) -> list[tuple[str, Any, Any]]:
-    """(key, the contract's, the operator's) for each of host, port and database both name differently."""
+    """(key, the contract's, the operator's) for each of host, port and database both name differently,
+    as the server type's ODCS fields name them (Snowflake's `account` is its host)."""
     found = []
-    for key, ours in (("host", host), ("port", port), ("database", database)):
+    row = server_type(server.get("type"))
+    parts = {"host": host, "port": port, "database": database}
+    for key, part in (row.endpoint if row is not None else ENDPOINT):
+        ours = parts[part]
         theirs = server.get(key)
         if theirs in (None, "") or ours in (None, ""):
             continue

@@ -43,20 +43,30 @@ class ServerType:
     handling: Handling
     how: str  # what `plan` says of it: how it runs and where that is tested, or why it is not enforced
     extra: str | None  # the pyproject extra of its driver (`pip install dq_contracts[<extra>]`); None: none here
+    # the server's ODCS fields that name the endpoint, each compared with a part of the operator's
+    # (`host`, `port`, `database`): a contract naming another is refused (declaration.endpoint_disagreements)
+    endpoint: tuple[tuple[str, str], ...]
+
+
+ENDPOINT = (("host", "host"), ("port", "port"), ("database", "database"))
 
 
 def _sql(names: tuple[str, ...], sqlglot: str | None, how: str, *, handling: Handling = Handling.UNTESTED,
          dialect: str | None = None, default_schema: str | None = None, case_sensitive: bool = False,
-         database_file: bool = False, extra: str | None = None) -> ServerType:
+         database_file: bool = False, extra: str | None = None,
+         endpoint: tuple[tuple[str, str], ...] = ENDPOINT) -> ServerType:
     return ServerType(names, False, dialect, sqlglot, default_schema, case_sensitive, database_file, handling,
-                      how, extra)
+                      how, extra, endpoint)
 
 
 def _not_enforced(name: str, why: str) -> ServerType:
-    return ServerType((name,), False, None, None, None, False, False, Handling.NOT_ENFORCED, why, None)
+    return ServerType((name,), False, None, None, None, False, False, Handling.NOT_ENFORCED, why, None, ENDPOINT)
 
 
 _URL_ONLY = "through the operator's `_URL` on `_READ_ONLY`, generic SQL; not tested here"
+# the compiled-only warehouses: run on the operator's read-only credentials (`_READ_ONLY`), no timeout of ours
+_COMPILED = ("compiled and parsed, not run here: every check kind's SQL compiled in the dialect and parsed by "
+             "sqlglot in tests (engine/test_compiled_dialects.py); on the operator's `_READ_ONLY` credentials")
 
 SERVER_TYPES: tuple[ServerType, ...] = (
     _sql(("postgresql", "postgres"), "postgres", "PostgreSQL 15, a cluster the tests start", handling=Handling.RUN,
@@ -65,28 +75,39 @@ SERVER_TYPES: tuple[ServerType, ...] = (
          dialect="duckdb", default_schema="main", database_file=True, extra="duckdb"),
     # files DuckDB reads as tables: csv, parquet or json (FILE_FORMATS)
     ServerType(("local",), True, "duckdb", "duckdb", None, False, False, Handling.RUN,
-               "csv, parquet or json files read by DuckDB", "duckdb"),
+               "csv, parquet or json files read by DuckDB", "duckdb", ENDPOINT),
     *(ServerType((name,), True, "duckdb", "duckdb", None, False, False, Handling.UNTESTED,
                  "csv, parquet or json files read by DuckDB under a prefix the operator declares in `_REMOTE`; "
-                 "not tested here", "duckdb") for name in ("s3", "gcs", "azure")),
+                 "not tested here", "duckdb", ENDPOINT) for name in ("s3", "gcs", "azure")),
     # Iceberg tables through the operator's catalog, scanned by DuckDB as Arrow (engine/lake.py)
     ServerType(("iceberg",), True, "duckdb", "duckdb", None, False, False, Handling.RUN,
-               "Iceberg tables through the operator's catalog (pyiceberg), scanned by DuckDB as Arrow", "iceberg"),
+               "Iceberg tables through the operator's catalog (pyiceberg), scanned by DuckDB as Arrow", "iceberg",
+               ENDPOINT),
     # PostgreSQL's SQL, but which engine Google runs is not said by the type: reached through `_URL`
     _sql(("cloudsql",), "postgres", _URL_ONLY, case_sensitive=True),
     # not an ODCS type: SQLAlchemy's built-in dialect, on which the `_URL` + `_READ_ONLY` path is tested
     _sql(("sqlite",), "sqlite", "through the operator's `_URL` on `_READ_ONLY`, generic SQL: the path every "
          "dialect without a row takes, tested on SQLite", handling=Handling.RUN),
-    _sql(("redshift",), "redshift", _URL_ONLY, extra="redshift"),
+    _sql(("redshift",), "redshift", _COMPILED + " (sqlalchemy-redshift)", handling=Handling.COMPILED,
+         dialect="redshift", default_schema="public", extra="redshift"),
     # MySQL and MariaDB (ODCS has one type for both; sqlglot one dialect): a table is `database`.`table`,
     # and a bare name means the connection's database. Column names match in any case
     _sql(("mysql",), "mysql", "MariaDB 10.11, a server the tests start, as a user granted SELECT alone "
          "(`_READ_ONLY`); MySQL 8 not tested here", handling=Handling.RUN, dialect="mysql", extra="mysql"),
-    _sql(("sqlserver",), "tsql", _URL_ONLY, extra="sqlserver"),
-    _sql(("snowflake",), "snowflake", _URL_ONLY, extra="snowflake"),
-    _sql(("bigquery",), "bigquery", _URL_ONLY, extra="bigquery"),
+    _sql(("sqlserver",), "tsql", _COMPILED + " (SQLAlchemy's own mssql)", handling=Handling.COMPILED,
+         dialect="mssql", default_schema="dbo", extra="sqlserver"),
+    # a quoted name is exact on Snowflake; a name created unquoted is stored in upper case
+    # (its URL's host is the account: snowflake://user@account/database?schema=…&warehouse=…)
+    _sql(("snowflake",), "snowflake", "fakesnow (Snowflake's SQL emulated on DuckDB) in the tests, not Snowflake: "
+         "on the operator's read-only role (`_READ_ONLY`), each session's STATEMENT_TIMEOUT_IN_SECONDS set",
+         handling=Handling.EMULATED, dialect="snowflake", default_schema="PUBLIC", case_sensitive=True,
+         extra="snowflake", endpoint=(("account", "host"), *ENDPOINT)),
+    # a dataset is the schema; its URL's host is the project (bigquery://project/dataset)
+    _sql(("bigquery",), "bigquery", _COMPILED + " (sqlalchemy-bigquery)", handling=Handling.COMPILED,
+         dialect="bigquery", extra="bigquery", endpoint=(("project", "host"),)),
     _sql(("databricks",), "databricks", _URL_ONLY, extra="databricks"),
-    _sql(("trino",), "trino", _URL_ONLY, extra="trino"),
+    _sql(("trino",), "trino", _COMPILED + " (trino's SQLAlchemy dialect)", handling=Handling.COMPILED,
+         dialect="trino", extra="trino"),  # catalog.schema.table
     _sql(("presto",), "presto", _URL_ONLY),
     _sql(("oracle",), "oracle", _URL_ONLY),
     _sql(("clickhouse",), "clickhouse", _URL_ONLY),

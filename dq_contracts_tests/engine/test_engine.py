@@ -1,5 +1,5 @@
-"""The clause matrix on a real DuckDB file, a real PostgreSQL server and a real MariaDB server: every
-check passes on a good table and fails on a bad one."""
+"""The clause matrix on a real DuckDB file, a real PostgreSQL server and a real MariaDB server, and on
+Snowflake emulated by fakesnow: every check passes on a good table and fails on a bad one."""
 
 from __future__ import annotations
 
@@ -72,13 +72,16 @@ def fill(engine, rows):
 
 
 @pytest.fixture(params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres),
-                        pytest.param("mariadb", marks=pytest.mark.mariadb)])
+                        pytest.param("mariadb", marks=pytest.mark.mariadb), "snowflake"])
 def warehouse(request, tmp_path):
     """A factory: rows -> an engine on a fresh warehouse holding "TABLE" with those rows. On MariaDB
     the table is written with ANSI quotes, and the checks run as the operator's user granted SELECT
-    alone, through the operator's declaration."""
+    alone, through the operator's declaration. Snowflake: emulated by fakesnow, one database a test."""
     if request.param == "duckdb":
         return lambda rows, name="w": fill(sa.create_engine(f"duckdb:///{tmp_path / name}.duckdb"), rows)
+    if request.param == "snowflake":
+        engine = request.getfixturevalue("snowflake")[2]
+        return lambda rows, name="w": fill(engine, rows)
     if request.param == "mariadb":
         from dq_contracts.engine.connections import connection_for, engine_for
         from dq_contracts_tests.support import mysql_env, mysql_server
@@ -163,7 +166,7 @@ def test_every_check_fails_on_the_bad_table(plan, warehouse):
     assert results["parent__references_t"].samples == [7]
     assert results["parent__duplicate_values"].samples == [7]
     assert results["amount__minimum"].threshold == "= 0" and results["amount__minimum"].row_count == 6
-    assert any(op in results["code__pattern"].sql for op in ("regexp_matches", "~", "REGEXP"))
+    assert any(op in results["code__pattern"].sql for op in ("regexp_matches", "~", "REGEXP", "regexp_instr"))
     # never a value of a classified column
     assert results["email__format"].samples == []
     assert "classified" in results["email__format"].details["samples_withheld"]
@@ -181,7 +184,8 @@ def test_a_missing_table_fails_every_check_with_the_error(plan, tmp_path):
 # relationship's anti-join and the SQL rule. PostgreSQL: one statement of distinct counts for the
 # three key columns. DuckDB: one GROUP BY per key column, which also finds the repeated keys. MySQL:
 # as PostgreSQL, and the schema check's catalog read (SQLAlchemy's SHOW CREATE TABLE) names the table.
-TABLE_STATEMENTS = {"duckdb": (6, 4, 0), "postgresql": (4, 1, 1), "mysql": (5, 1, 1)}
+# Snowflake: as PostgreSQL, and its catalog query (DESC TABLE) names the table too.
+TABLE_STATEMENTS = {"duckdb": (6, 4, 0), "postgresql": (4, 1, 1), "mysql": (5, 1, 1), "snowflake": (5, 1, 1)}
 
 
 def test_one_aggregate_scan_per_table(plan, warehouse):

@@ -1,6 +1,6 @@
 """The engine's cases, one file per check kind (cases/<kind>.yaml), as sqlfluff keeps rule cases: a
-snippet of a contract, a small table, and what the engine must say of it, on DuckDB, PostgreSQL and MariaDB
-(there as a user granted SELECT alone, through the operator's declaration).
+snippet of a contract, a small table, and what the engine must say of it, on DuckDB, PostgreSQL, MariaDB
+(there as a user granted SELECT alone, through the operator's declaration) and Snowflake (emulated by fakesnow).
 
 A case holds `case` (its name); the ODCS snippet as odcs/cases/clauses.yaml writes it (`property`
 goes into the object `t`, `object` keys are merged into it, `sla` is one slaProperties item, `api`
@@ -27,7 +27,6 @@ from sqlalchemy.dialects import mysql
 from dq_contracts.engine.connections import connection_for, engine_for
 from dq_contracts.engine.runner import run_object
 from dq_contracts.odcs.load import load_contracts
-from dq_contracts_tests.support import warehouse_of
 
 CASES_DIR = Path(__file__).parent / "cases"
 KIND_CASES = {path.stem: yaml.safe_load(path.read_text()) for path in sorted(CASES_DIR.glob("*.yaml"))}
@@ -53,7 +52,7 @@ TYPES = {
 }
 
 WAREHOUSES = ["duckdb", pytest.param("postgres", marks=pytest.mark.postgres),
-              pytest.param("mariadb", marks=pytest.mark.mariadb)]
+              pytest.param("mariadb", marks=pytest.mark.mariadb), "snowflake"]
 
 
 def column_type(sql_type: str) -> tuple[sa.types.TypeEngine, str]:
@@ -78,9 +77,11 @@ def contract(case: dict) -> dict:
 
 
 def fill(engine: sa.Engine, case: dict) -> None:
-    """The case's table `t`, built and filled with SQLAlchemy Core."""
-    table = sa.Table("t", sa.MetaData(), *(sa.Column(name, column_type(sql)[0])
-                                           for name, sql in case["columns"].items()))
+    """The case's table `t`, built and filled with SQLAlchemy Core; names quoted as the checks quote
+    them (Snowflake's dialect would otherwise make `t` the unquoted T)."""
+    exact = lambda name: sa.sql.quoted_name(name, quote=True)  # noqa: E731
+    table = sa.Table(exact("t"), sa.MetaData(), *(sa.Column(exact(name), column_type(sql)[0])
+                                                  for name, sql in case["columns"].items()))
     table.metadata.create_all(engine)
     rows = [dict(zip(case["columns"], row, strict=True)) for row in case.get("rows") or []]
     if rows:
@@ -99,9 +100,9 @@ def same(expected, observed) -> bool:
 
 
 @pytest.fixture(params=WAREHOUSES)
-def warehouse(request, tmp_path):
-    """conftest's warehouses, and MariaDB."""
-    return warehouse_of(request, request.param, tmp_path)
+def warehouse(request, warehouse_of):
+    """conftest's warehouses, MariaDB, and Snowflake emulated by fakesnow."""
+    return warehouse_of(request.param)
 
 
 def checking(backend: str, warehouse) -> sa.Engine:
