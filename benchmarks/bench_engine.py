@@ -1,4 +1,4 @@
-"""The 20-check `orders` contract on DuckDB and PostgreSQL, clean and failing, four ways.
+"""The 20-check `orders` contract on DuckDB, PostgreSQL and Delta Lake, clean and failing, four ways.
 
 * ours:  `dq_contracts.engine.runner.run_object` on an engine from `dq_contracts.engine.connections.engine_for`,
          the server read from the contract by `connection_for`, as the product runs it;
@@ -12,6 +12,10 @@ Each table is generated in SQL from one table of column expressions (`COLUMNS`):
 every clause passes, and a failing one where 13 of the 20 clauses fail, with common violations (~1 %
 of rows) and rare ones (a handful of rows spread through the table, one of them the last row).
 PostgreSQL (a throwaway cluster on 127.0.0.1) gets the very same rows, copied from the DuckDB table.
+Delta gets them too, written by `deltalake` from the DuckDB table into a folder, and read as the
+product reads a `format: delta` file server (engine/lake.py: the table's Arrow dataset registered
+in an in-memory DuckDB session); its floor registers the same Arrow dataset in DuckDB by hand, once
+per connection as ours opens it once per engine, and reads the columns from the Delta log.
 
 Every method runs in a process of its own, started once per table and kept waiting between runs
 (datacontract-cli: a new process per run, as it is used), so its peak RSS is its own: Linux's VmHWM,
@@ -26,7 +30,8 @@ new engine (or connection), which is what one run of the product makes. On Postg
 the server received (pg_stat_statements, reset before the run and read from another database than
 the run's, so BEGIN, SET, ROLLBACK and pre-pings count); on DuckDB they are SQLAlchemy's
 `before_cursor_execute` events plus pre-pings (statements sent on the DBAPI connection itself, such
-as a connect event's SETs or the dialect's first-connect queries, are not seen there).
+as a connect event's SETs or the dialect's first-connect queries, are not seen there). On Delta
+they are SQL statements alone: both ours and the floor read the columns from the Delta log, no SQL.
 
 Ours, naive and floor must agree on every measure (and both engines' floors on the same rows); the
 failing checks and every statement ours sends are printed. Peak RSS is the client process's; a
@@ -35,6 +40,7 @@ PostgreSQL server's own memory is not in it.
     .venv/bin/python benchmarks/bench_engine.py                       # 1M and 5M rows, both engines
     .venv/bin/python benchmarks/bench_engine.py --sizes 200000 --engines duckdb --repeats 3
     .venv/bin/python benchmarks/bench_engine.py --sizes 5000000 --engines postgres --explain
+    .venv/bin/python benchmarks/bench_engine.py --sizes 1000000 --engines delta --repeats 5
 
 Run it from the repository root with the package installed (`pip install -e .`); PostgreSQL needs its
 server binaries (initdb, pg_ctl) on this machine.
@@ -49,6 +55,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import signal
 import statistics
 import subprocess
@@ -84,12 +91,18 @@ CONTRACT = {**ORDERS, "id": "urn:bench:orders",
 PROPERTIES = CONTRACT["schema"][0]["properties"]
 
 
+SERVERS: dict[str, Callable[[dict], dict]] = {  # the contract's server entry per engine, from the table
+    "duckdb": lambda t: {"server": "bench", "type": "duckdb", "database": t["file"]},
+    "postgres": lambda t: {"server": "bench", "type": "postgres", "host": "127.0.0.1", "port": t["port"],
+                           "database": PG_DATABASE, "schema": t["schema"]},
+    "delta": lambda t: {"server": "bench", "type": "local", "format": "delta",
+                        "path": str(Path(t["delta"]).parent / "{model}")},
+}
+
+
 def contract_for(engine: str, table: dict) -> dict:
-    """The contract unchanged but for its server entry: the DuckDB file, or the PostgreSQL schema."""
-    server = ({"server": "bench", "type": "duckdb", "database": table["file"]} if engine == "duckdb" else
-              {"server": "bench", "type": "postgres", "host": "127.0.0.1", "port": table["port"],
-               "database": PG_DATABASE, "schema": table["schema"]})
-    return {**CONTRACT, "servers": [server]}
+    """The contract unchanged but for its server entry: the DuckDB file, the PostgreSQL schema, the Delta folder."""
+    return {**CONTRACT, "servers": [SERVERS[engine](table)]}
 
 
 # --- the data -------------------------------------------------------------------------------------
@@ -148,11 +161,13 @@ def generate_sql(rows: int, state: str, now: dt.datetime) -> str:
     return f"SELECT\n  {selected}\nFROM (SELECT range AS i, {source} AS s FROM range(1, {rows + 1}))"
 
 
-def prepare(path: Path, rows: int, state: str, now: dt.datetime, csv: bool) -> None:
-    """The table (and its rows as CSV, for PostgreSQL) made by a process of its own: every worker
-    starts from this process's memory (see `peak_rss_kb`), which must stay that of its imports."""
+def prepare(path: Path, rows: int, state: str, now: dt.datetime, csv: bool, delta: Path | None) -> None:
+    """The table (and its rows as CSV, for PostgreSQL; as a Delta table, for Delta) made by a process
+    of its own: every worker starts from this process's memory (see `peak_rss_kb`), which must stay
+    that of its imports."""
     subprocess.run([sys.executable, __file__, "--prepare", json.dumps(
-        {"path": str(path), "rows": rows, "state": state, "now": now.isoformat(), "csv": csv})], check=True)
+        {"path": str(path), "rows": rows, "state": state, "now": now.isoformat(), "csv": csv,
+         "delta": str(delta) if delta else None})], check=True)
 
 
 def prepare_child(spec: dict) -> None:
@@ -162,6 +177,12 @@ def prepare_child(spec: dict) -> None:
         with contextlib.closing(duckdb.connect(str(path), read_only=True)) as con:
             # NULL unquoted and '' as "", as PostgreSQL's COPY reads CSV too
             con.execute(f"COPY orders TO '{path.with_suffix('.csv')}' (HEADER false)")
+    if spec["delta"]:
+        import deltalake
+
+        with contextlib.closing(duckdb.connect(str(path), read_only=True)) as con:
+            # streamed in record batches, as a writer of a large table would
+            deltalake.write_deltalake(spec["delta"], con.execute("SELECT * FROM orders").to_arrow_reader())
 
 
 def generate_duckdb(path: Path, rows: int, state: str, now: dt.datetime) -> None:
@@ -176,7 +197,8 @@ def generate_duckdb(path: Path, rows: int, state: str, now: dt.datetime) -> None
 # --- the floor ------------------------------------------------------------------------------------
 # Every count-style measure in one scan, written by hand; `status NOT IN` once though the contract
 # states it twice (enum and invalidValues). The regex operator is each engine's own.
-REGEX = {"duckdb": "regexp_matches({column}, '{pattern}')", "postgres": "{column} ~ '{pattern}'"}
+REGEX = {"duckdb": "regexp_matches({column}, '{pattern}')", "postgres": "{column} ~ '{pattern}'",
+         "delta": "regexp_matches({column}, '{pattern}')"}
 
 
 def floor_aggregate(engine: str, table: str) -> str:
@@ -247,10 +269,10 @@ def load_plan(path: Path):
     return plan, plan.objects[0]
 
 
-def plan_table(obj, schema: str | None) -> sa.TableClause:
+def plan_table(obj, schema: str | None, files: Any = None) -> sa.TableClause:
     columns = sorted({c for check in obj.checks if check.kind != "schema"
                       for c in [check.params.get("column"), *(check.params.get("columns") or [])] if c})
-    return table_for(obj.physical_name, schema, columns)
+    return table_for(obj.physical_name, schema, columns, files=files)
 
 
 def measure_for(obj, check, table: sa.TableClause, dialect: str, now: dt.datetime):
@@ -330,13 +352,16 @@ class Naive(Ours):
     """One query per check on one connection: its own measure alone, or the engine's own query."""
 
     def run(self) -> None:
-        schema, dialect = self.connection.schema, self.engine.dialect.name
-        table = plan_table(self.obj, schema)
+        schema, dialect, files = self.connection.schema, self.engine.dialect.name, self.connection.files
+        table = plan_table(self.obj, schema, files)
         out: dict[str, tuple[bool, Any]] = {}
         with self.engine.connect() as connection:
             for check in self.obj.checks:
-                if check.kind == "schema":  # the same metadata work as the engine
-                    sa.inspect(connection).get_columns(self.obj.physical_name, schema=schema)
+                if check.kind == "schema":  # the same metadata work as the engine: a lake's from its log
+                    if hasattr(files, "columns"):
+                        files.columns(self.obj.physical_name, connection.connection.driver_connection)
+                    else:
+                        sa.inspect(connection).get_columns(self.obj.physical_name, schema=schema)
                     continue
                 found = measure_for(self.obj, check, table, dialect, self.now)
                 if found is None:
@@ -362,10 +387,10 @@ class Floor:
     """The hand-written SQL on one DBAPI connection, kept between runs like ours' pool, in autocommit."""
 
     def __init__(self, spec: dict, capture: Capture) -> None:
-        self.spec, self.capture, self.db = spec, capture, None
+        self.spec, self.capture, self.db, self.delta = spec, capture, None, None
         self.dialect, self.now = spec["engine"], dt.datetime.fromisoformat(spec["now"])
         schema = spec.get("schema") or "main"
-        table = f'"{schema}".orders'
+        table = "orders" if self.dialect == "delta" else f'"{schema}".orders'  # delta: the registered dataset
         self.sql = [floor_aggregate(self.dialect, table), floor_compound(table), floor_catalog(schema)]
         self.connect()
         self.results: dict = {}
@@ -375,24 +400,35 @@ class Floor:
             self.db.close()
         if self.dialect == "duckdb":
             self.db = duckdb.connect(self.spec["path"], read_only=True)
+        elif self.dialect == "delta":  # the table opened and its Arrow dataset registered once per connection
+            from deltalake import DeltaTable
+
+            self.db = duckdb.connect()
+            self.delta = DeltaTable(self.spec["delta"])
+            self.db.register("orders", self.delta.to_pyarrow_dataset())
         else:
             self.db = psycopg2.connect(self.spec["dsn"])
             self.db.autocommit = True
 
     def query(self, sql: str) -> tuple[list[str], list[tuple]]:
         self.capture.record(sql)
-        cursor = self.db.cursor()
+        # a registered dataset is the connection's own: a DuckDB cursor (a connection of its own) does not see it
+        cursor = self.db if self.delta is not None else self.db.cursor()
         cursor.execute(sql)
         rows = cursor.fetchall()
         names = [d[0] for d in cursor.description]
-        cursor.close()
+        if cursor is not self.db:
+            cursor.close()
         return names, rows
 
     def run(self) -> None:
         names, rows = self.query(self.sql[0])
         aggregate = dict(zip(names, rows[0]))
         compound = self.query(self.sql[1])[1][0][0]
-        self.query(self.sql[2])
+        if self.delta is not None:  # the columns as the Delta log says (no SQL, as ours' schema check)
+            self.delta.schema()
+        else:
+            self.query(self.sql[2])
         self.results = floor_as_checks(aggregate, int(compound), self.now)
 
     def measures(self) -> dict:
@@ -438,6 +474,9 @@ def worker(method: str, spec: dict) -> None:
     def reply(**fields: Any) -> None:
         protocol.write(json.dumps(fields, default=str) + "\n")
 
+    if spec["engine"] == "delta":  # every worker imports the reader, so the peaks compare the work
+        import deltalake  # noqa: F401
+        import pyarrow.dataset  # noqa: F401
     capture = Capture()
     subject = METHODS[method](spec, capture)
     connection = getattr(subject, "connection", None)
@@ -655,10 +694,12 @@ def measure_table(engine: str, table: dict, args: argparse.Namespace, pg: Postgr
     contract = folder / f"orders_{engine}_{table['name']}.odcs.yaml"
     contract.write_text(yaml.safe_dump(contract_for(engine, table), sort_keys=False))
     spec = {"contract": str(contract), "now": table["now"], "engine": engine, "schema": table.get("schema"),
-            "path": str(folder / table["file"]), "environ": {}}
+            "path": str(folder / table["file"]), "delta": table.get("delta"), "environ": {}}
     if pg is not None:
         url = pg.cluster.url(PG_DATABASE)
         spec.update(dsn=pg.dsn + f" dbname={PG_DATABASE}", environ={"DQ_CONTRACTS_BENCH_URL": url})
+    if engine == "delta":  # the operator lets the server read the benchmark's folder
+        spec["environ"] = {"DQ_CONTRACTS_BENCH_ROOTS": str(folder)}
     workers = {m: Worker(m, spec) for m in ("ours", "floor", "naive")}
     runs: dict[str, Callable[[], float]] = {m: w.run for m, w in workers.items()}
     cli = datacontract_method(engine, table, folder, pg)
@@ -729,7 +770,7 @@ def datacontract_venv() -> Path | None:
 def datacontract_method(engine: str, table: dict, folder: Path, pg: Postgres | None) -> DatacontractCli | None:
     """datacontract-cli on the same table, if DQ_BENCH_DATACONTRACT_VENV names a venv that has it."""
     venv = datacontract_venv()
-    if venv is None:
+    if venv is None or engine == "delta":  # its Delta path (a Spark or a DuckDB extension) is not set up here
         return None
     contract = contract_for(engine, table)
     env = {}
@@ -778,7 +819,7 @@ def print_summary(rows: list[dict]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 5_000_000])
-    parser.add_argument("--engines", nargs="+", choices=["duckdb", "postgres"], default=["duckdb", "postgres"])
+    parser.add_argument("--engines", nargs="+", choices=list(SERVERS), default=["duckdb", "postgres"])
     parser.add_argument("--tables", nargs="+", choices=list(STATES), default=list(STATES))
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--explain", action="store_true", help="print PostgreSQL's EXPLAIN of ours' and the "
@@ -811,10 +852,11 @@ def main() -> None:
             for rows in args.sizes:
                 for state in args.tables:
                     now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+                    delta = folder / f"delta_{rows}_{state}" / "orders" if "delta" in args.engines else None
                     table = {"name": state, "rows": rows, "file": f"orders_{rows}_{state}.duckdb",
-                             "now": now.isoformat(), "schema": None}
+                             "now": now.isoformat(), "schema": None, "delta": str(delta) if delta else None}
                     started = time.perf_counter()
-                    prepare(folder / table["file"], rows, state, now, csv="postgres" in args.engines)
+                    prepare(folder / table["file"], rows, state, now, csv="postgres" in args.engines, delta=delta)
                     print(f"\n{rows:,} rows, {state}: generated in {time.perf_counter() - started:.1f} s", flush=True)
                     for engine in args.engines:
                         if engine == "postgres":
@@ -827,6 +869,8 @@ def main() -> None:
                         if engine == "postgres":
                             pg.drop(table["schema"])
                     (folder / table["file"]).unlink()
+                    if delta is not None:
+                        shutil.rmtree(delta.parent)
     finally:
         if pg is not None:
             pg.destroy()
