@@ -25,6 +25,7 @@ from typing import Any, Callable, Mapping
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
+from dq_contracts.engine import spark
 from dq_contracts.odcs.declaration import env_prefix
 
 
@@ -401,12 +402,36 @@ DIALECTS: dict[str, Dialect] = {
         catalog_columns=_catalog_columns, type_spellings=TYPE_SPELLINGS,
         measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT, distinct_counts_per_statement=50,
         key_groups=True),
+    # Spark SQL: a Spark Thrift server through PyHive (`hive://`), and a Databricks SQL warehouse
+    # through databricks-sqlalchemy (a URL built from `_HOST`… has no `http_path`: Databricks takes
+    # the operator's `_URL`); both are time-limited here but never read-only (TIME_LIMITED_ONLY)
+    **{name: Dialect(
+        name=name, driver=driver, engine_options=lambda connection: {}, prepare=spark.prepare, settings=(),
+        begin=spark.begin, interrupt=None, server_timeout=spark.server_timeout, names_need_schema=False,
+        qualifier=qualifier, regex=spark.regex, length=_length, epoch=spark.epoch, binary_text=spark.binary_text,
+        catalog_columns=spark.catalog_columns, type_spellings={**TYPE_SPELLINGS, **spark.SPELLINGS},
+        measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT, distinct_counts_per_statement=50, key_groups=False)
+       for name, driver in (("hive", "hive"), ("databricks", "databricks"))},
 }
+
+# Dialects whose `begin` bounds a session's time but cannot make it read-only (Spark has no read-only
+# transaction or session): the checks' own SELECTs run, and a contract's SQL rule only where the
+# operator declared the credentials read-only (`_READ_ONLY`)
+TIME_LIMITED_ONLY = frozenset({"hive", "databricks"})
 
 
 def dialect_of(name: str | None) -> Dialect:
     """The row of SQLAlchemy dialect `name`; GENERIC (no read-only session) for any other."""
     return DIALECTS.get(str(name or "").lower(), GENERIC)
+
+
+def rule_refusal(name: str, vouched: bool) -> str | None:
+    """Why a contract's SQL rule is not run in dialect `name`, or None: a session that is not
+    read-only runs one only on the operator's word that its credentials can only read."""
+    if vouched or str(name or "").lower() not in TIME_LIMITED_ONLY:
+        return None
+    return (f"dialect {name!r} has no read-only session, so a contract's own SQL runs only where the operator "
+            "declares the server's credentials read-only (DQ_CONTRACTS_<SERVER>_READ_ONLY=true)")
 
 
 def read_only_refusal(name: str, server: str | None = None) -> str | None:

@@ -46,12 +46,16 @@ SERVER_TYPES: tuple[ServerType, ...] = (
     _sql(("sqlserver",), "tsql"),
     _sql(("snowflake",), "snowflake"),
     _sql(("bigquery",), "bigquery"),
-    _sql(("databricks",), "databricks"),
+    # Spark SQL: names are case-blind, a bare name is in the session's schema (`default` unless the
+    # server says one); a Databricks table is catalog.schema.table, its catalog the operator's URL's
+    _sql(("databricks",), "databricks", dialect="databricks", default_schema="default"),
+    # a Spark (or Hive) server reached through its Thrift server, in Spark's SQL
+    _sql(("hive",), "spark", dialect="hive", default_schema="default"),
     _sql(("trino",), "trino"),
     _sql(("presto",), "presto"),
     _sql(("oracle",), "oracle"),
     _sql(("clickhouse",), "clickhouse"),
-    *(_sql((name,), None) for name in ("vertica", "db2", "athena", "synapse", "hive", "impala", "exasol",
+    *(_sql((name,), None) for name in ("vertica", "db2", "athena", "synapse", "impala", "exasol",
                                        "teradata", "hana", "denodo", "dremio")),
 )
 
