@@ -408,7 +408,10 @@ DIALECTS: dict[str, Dialect] = {
     **{name: Dialect(
         name=name, driver=driver, engine_options=lambda connection: {}, prepare=spark.prepare, settings=(),
         begin=spark.begin, interrupt=None, server_timeout=spark.server_timeout, names_need_schema=False,
-        qualifier=qualifier, regex=spark.regex, length=_length, epoch=spark.epoch, binary_text=spark.binary_text,
+        qualifier=qualifier, regex=spark.regex, length=_length, epoch=spark.epoch,
+        # text as the column compares: a `CAST(… AS STRING)` would drop a UTF8_LCASE collation, but
+        # Spark cannot then resolve the samples' ORDER BY over the GROUP BY of that expression
+        binary_text=None,
         catalog_columns=spark.catalog_columns, type_spellings={**TYPE_SPELLINGS, **spark.SPELLINGS},
         measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT, distinct_counts_per_statement=50, key_groups=False)
        for name, driver in (("hive", "hive"), ("databricks", "databricks"))},

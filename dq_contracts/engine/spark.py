@@ -109,11 +109,6 @@ def epoch(value: ColumnElement) -> ColumnElement:
     return sa.func.unix_micros(sa.cast(value, sa.DateTime), type_=sa.BigInteger) / 1000000.0
 
 
-def binary_text(value: ColumnElement) -> ColumnElement:
-    # Spark 4 and Databricks give a string column a collation (UTF8_LCASE compares case-blind)
-    return sa.cast(value, sa.String).collate("UTF8_BINARY")
-
-
 # Spark's type names (DESCRIBE … AS JSON) to the SQLAlchemy families the schema check compares
 FAMILIES: Mapping[str, type] = {
     "boolean": sa.Boolean, "tinyint": sa.SmallInteger, "byte": sa.SmallInteger, "smallint": sa.SmallInteger,
