@@ -23,6 +23,7 @@ import yaml
 
 from dq_contracts.engine.runner import run_object
 from dq_contracts.odcs.load import load_contracts
+from dq_contracts_tests.support import spark_engine, spark_table
 
 CASES_DIR = Path(__file__).parent / "cases"
 KIND_CASES = {path.stem: yaml.safe_load(path.read_text()) for path in sorted(CASES_DIR.glob("*.yaml"))}
@@ -88,6 +89,17 @@ def same(expected, observed) -> bool:
     return expected == observed
 
 
+@pytest.fixture(params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres),
+                        pytest.param("spark", marks=pytest.mark.spark)])
+def warehouse(request, tmp_path):
+    """(unused, unused, writable engine) of a fresh warehouse: conftest's, and a Spark database."""
+    if request.param == "spark":
+        return None, None, spark_engine(request.getfixturevalue("spark_database"))
+    if request.param == "duckdb":
+        return None, None, sa.create_engine(f"duckdb:///{tmp_path / 'wh.duckdb'}")
+    return None, None, sa.create_engine(request.getfixturevalue("pg_database"))
+
+
 @pytest.mark.parametrize("kind, case", CASES, ids=[f"{kind}/{case['case']}" for kind, case in CASES])
 def test_kind_case(kind, case, warehouse, tmp_path, request):
     assert set(case) <= CASE_KEYS and set(case["expect"]) <= EXPECT_KEYS, "a key the cases do not know"
@@ -105,7 +117,10 @@ def test_kind_case(kind, case, warehouse, tmp_path, request):
     assert len(checks) == 1, [(c.name, c.kind) for c in plan.objects[0].checks]
 
     engine = warehouse[2]
-    fill(engine, case)
+    if backend == "spark":
+        spark_table(engine, "t", case["columns"], case.get("rows") or [])
+    else:
+        fill(engine, case)
     [result] = run_object(plan, plan.objects[0], engine, selected=[checks[0].name], now=utc(case.get("now")))
     said = dict(passed=result.passed, observed=result.observed, row_count=result.row_count,
                 samples=result.samples, error=result.error, message=result.message)
