@@ -1,5 +1,5 @@
 """The engine's cases, one file per check kind (cases/<kind>.yaml), as sqlfluff keeps rule cases: a
-snippet of a contract, a small table, and what the engine must say of it, on DuckDB and PostgreSQL.
+snippet of a contract, a small table, and what the engine must say of it, on DuckDB, PostgreSQL and Spark.
 
 A case holds `case` (its name); the ODCS snippet as odcs/cases/clauses.yaml writes it (`property`
 goes into the object `t`, `object` keys are merged into it, `sla` is one slaProperties item, `api`
@@ -7,7 +7,7 @@ the apiVersion); `columns` (name: SQL type) and `rows` (lists in the columns' or
 freshness; `expect`: `passed`, and where useful `observed`, `row_count`, `samples`, `error` (a part
 of the error's text). Every column the snippet does not declare is declared with the logicalType of
 its SQL type, unless the case lists it in `undeclared`. `check` names the check when the snippet makes
-more than one of the file's kind. `xfail: <why>` (or `{duckdb: <why>}`, `{postgres: <why>}`) marks a
+more than one of the file's kind. `xfail: <why>` (or `{duckdb: <why>}`, `{postgres: <why>}`, `{spark: <why>}`) marks a
 wrong verdict kept as a case until the engine is fixed.
 """
 
