@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from dq_contracts_tests.support import (fresh_warehouse, snowflake_dialect_importable, snowflake_emulator,
-                                       snowflake_engine, snowflake_env, snowflake_server, start_cluster, start_mariadb)
+                                       snowflake_engine, snowflake_env, snowflake_server, start_cluster, start_mariadb,
+                                       start_spark)
 
 snowflake_dialect_importable()  # before any test loads the snowflake dialect
 
@@ -30,6 +31,25 @@ def postgres():
     cluster = start_cluster()
     yield cluster
     cluster.destroy()
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One Spark Thrift server for the whole session (it takes some 15 s to start)."""
+    server = start_spark()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def spark_database(spark):
+    """A fresh Spark database (schema) of its own for one test; returns its SQLAlchemy URL."""
+    import uuid
+
+    name = "t_" + uuid.uuid4().hex[:12]
+    with spark.admin.connect() as c:
+        c.exec_driver_sql(f"CREATE DATABASE {name}")
+    yield spark.url(name)
 
 
 @pytest.fixture

@@ -84,6 +84,18 @@ def start_mariadb():
         pytest.skip(str(exc))
 
 
+def start_spark():
+    """A new Spark Thrift server on 127.0.0.1; CI must have pyspark and Java, elsewhere the test may skip."""
+    from dq_contracts_tests.sparkserver import SparkServer
+
+    try:
+        return SparkServer.start()
+    except FileNotFoundError as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(str(exc))
+
+
 def mysql_server(url: str) -> dict:
     parsed = sa.make_url(url)
     return {"server": "my", "type": "mysql", "host": parsed.host, "port": parsed.port, "database": parsed.database}
@@ -99,8 +111,9 @@ def mysql_env(url: str) -> dict:
 
 def fresh_warehouse(request, backend: str, tmp_path: Path) -> tuple[dict, dict, sa.Engine]:
     """(server entry, environment, writable engine) of a fresh warehouse of `backend` (duckdb, postgres,
-    mariadb, snowflake); on MariaDB the environment names a user that may only read it (mariadb_database),
-    on Snowflake the operator vouches for the role (the `snowflake` fixture, fakesnow)."""
+    mariadb, snowflake, spark); on MariaDB the environment names a user that may only read it (mariadb_database),
+    on Snowflake the operator vouches for the role (the `snowflake` fixture, fakesnow), on Spark for the
+    credentials (spark_engine: SQL rules run); a Spark table is written by spark_table."""
     if backend == "duckdb":
         path = tmp_path / "wh.duckdb"
         return {"server": "local", "type": "duckdb", "database": str(path), "schema": "main"}, {}, \
@@ -110,8 +123,51 @@ def fresh_warehouse(request, backend: str, tmp_path: Path) -> tuple[dict, dict, 
         return mysql_server(reader), mysql_env(reader), sa.create_engine(admin)
     if backend == "snowflake":
         return request.getfixturevalue("snowflake")
+    if backend == "spark":
+        url = request.getfixturevalue("spark_database")
+        parsed = sa.make_url(url)
+        return ({"server": "sp", "type": "hive", "host": parsed.host, "port": parsed.port,
+                 "database": parsed.database}, {"DQ_CONTRACTS_SP_URL": url, "DQ_CONTRACTS_SP_READ_ONLY": "true"},
+                spark_engine(url))
     url = request.getfixturevalue("pg_database")
     return pg_server(url), pg_env(url), sa.create_engine(url)
+
+
+class SparkType(sa.types.UserDefinedType):
+    """A column type as Spark spells it: PyHive's DDL writes DATE as TIMESTAMP and DECIMAL(12,2) as DECIMAL."""
+
+    cache_ok = True
+
+    def __init__(self, spelling: str) -> None:
+        self.spelling = spelling
+
+    def get_col_spec(self, **kw) -> str:
+        return self.spelling
+
+
+# The tests' SQL type names as Spark spells them (a bare DECIMAL is DuckDB's (18,3), not Spark's (10,0))
+SPARK_SPELLINGS = {"TEXT": "STRING", "DECIMAL": "DECIMAL(18,3)"}
+
+
+def spark_engine(url: str, vouched: bool = True) -> sa.Engine:
+    """An engine on a Spark database as connections.engine_for builds it (its row's `prepare`);
+    `vouched`: the test stands for an operator who declared the credentials read-only (SQL rules run)."""
+    from dq_contracts.engine.dialects import dialect_of
+    from dq_contracts.engine.sessions import CREDENTIALS_READ_ONLY
+
+    engine = sa.create_engine(url, execution_options={CREDENTIALS_READ_ONLY: True} if vouched else {})
+    dialect_of(engine.dialect.name).prepare(engine, None)
+    return engine
+
+
+def spark_table(engine: sa.Engine, name: str, columns: dict[str, str], rows: list) -> None:
+    """Table `name` of `columns` (name: SQL type) holding `rows`, in one INSERT (each is a Spark job)."""
+    table = sa.Table(name, sa.MetaData(), *(sa.Column(c, SparkType(SPARK_SPELLINGS.get(t.upper(), t)))
+                                            for c, t in columns.items()))
+    table.metadata.create_all(engine, checkfirst=False)  # PyHive's has_table raises on a missing table
+    if rows:
+        with engine.begin() as c:
+            c.execute(sa.insert(table).values([dict(zip(columns, row, strict=True)) for row in rows]))
 
 
 # In a run that builds every demo table ("Materialize all"), this relationship reads customers, which

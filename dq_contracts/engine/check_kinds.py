@@ -28,7 +28,7 @@ from dq_contracts.engine.sql import (
     qualified_parts,
     render,
 )
-from dq_contracts.engine.dialects import MissingTable, dialect_of
+from dq_contracts.engine.dialects import MissingTable, dialect_of, rule_refusal
 from dq_contracts.engine.schema_check import differences
 from dq_contracts.odcs.sqlrender import render as render_rule
 from dq_contracts.odcs.sqlrules import judge_sql_rule
@@ -345,6 +345,9 @@ def _rule_statement(check: CheckPlan, checked: CheckedObject) -> sa.TextClause:
     rendered: names quoted as nodes, `{partition}` a predicate of bound, typed values."""
     if checked.files is not None and not hasattr(checked.files, "attach"):  # a lake's tables have names
         raise Unmeasurable("SQL rules are not run on file servers: `{object}` has no table name to stand for")
+    refusal = rule_refusal(checked.dialect, checked.vouched)
+    if refusal:
+        raise Unmeasurable(f"not run: {refusal}")
     verdict = judge_sql_rule(str(check.params["query"]), dialect=checked.dialect, own=checked.obj.physical_name,
                              column=check.params.get("column"), tables=rule_tables(check, checked.obj))
     if verdict.refusal or verdict.unresolved:

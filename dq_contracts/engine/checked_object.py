@@ -41,6 +41,7 @@ class CheckedObject:
     now: dt.datetime
     files: Any = None  # connections.Files for a file server: every table is a reader of files
     partition: Any = None  # partitions.Partition: the object's table is read as that partition only
+    vouched: bool = False  # the operator declared the server's credentials read-only (`_READ_ONLY`)
 
     def other_table(self, physical_name: str, columns: list[str]) -> sa.TableClause:
         return table_for(physical_name, self.schema, columns, self.preparer, self.files)

@@ -12,7 +12,9 @@ A dialect whose row has no `begin` cannot make a session read-only and time-limi
 refuses it (connections.connection_for, sessions._begin) unless the operator declares that its
 credentials can only read (`DQ_CONTRACTS_<SERVER>_READ_ONLY=true`). So is one whose session could
 undo its own read-only mode (MySQL), or one no client can make read-only (Snowflake), though its `begin`
-still sets what it can: `why_not_read_only` says which, and the refusal says it.
+still sets what it can: `why_not_read_only` says which, and the refusal says it. Spark has no
+read-only mode either, but its row's `checks_unvouched` lets the checks' own SELECTs run on its
+time-limited session; a contract's SQL rule runs there only on `_READ_ONLY` (rule_refusal).
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ from typing import Any, Callable, Mapping, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
-from dq_contracts.engine import dialect_mysql
+from dq_contracts.engine import dialect_mysql, spark
+from dq_contracts.engine import dialect_postgres as pg
+from dq_contracts.engine.dialect_postgres import RedefinitionError
 from dq_contracts.engine import warehouse_sql as ws
 from dq_contracts.odcs.declaration import env_prefix
 from dq_contracts.odcs.servers import DIALECT_SPELLINGS
@@ -90,11 +94,6 @@ class MissingTable(Exception):
     """The table is not in the catalog."""
 
 
-class RedefinitionError(ValueError):
-    """A warehouse file defines functions or types (a PostgreSQL database, casts) that would change
-    what the checks mean."""
-
-
 # Type names spelt differently by warehouses and by people, to one spelling each
 TYPE_SPELLINGS: Mapping[str, str] = {
     "int4": "integer", "int": "integer", "int32": "integer", "int8": "bigint", "int64": "bigint", "long": "bigint",
@@ -109,40 +108,7 @@ TYPE_SPELLINGS: Mapping[str, str] = {
 DEFAULT_MEASURES_PER_STATEMENT = 2000
 
 
-# -- PostgreSQL ---------------------------------------------------------------------------------------
-
-def _postgres_settings(timeout_seconds: float) -> sa.TextClause:
-    # one statement, local to the transaction: the timeout; every timestamp literal and comparison in
-    # UTC whatever the role's or database's time zone; and names resolved in pg_catalog alone, since
-    # PostgreSQL weighs a function of every schema on the search path equally and an exact type match
-    # wins (a `public.length(varchar)` would answer our `length(code)`). Tables are always named with
-    # their schema (`names_need_schema`). set_config is refused in contracts' SQL.
-    return sa.text("SELECT set_config('statement_timeout', :ms, true), set_config('TimeZone', 'UTC', true), "
-                   "set_config('search_path', 'pg_catalog', true)").bindparams(ms=str(int(timeout_seconds * 1000)))
-
-
-def _postgres_begin(engine: sa.Engine, timeout_seconds: float) -> sa.Connection:
-    """`BEGIN READ ONLY` and one settings statement."""
-    connection = engine.execution_options(postgresql_readonly=True).connect()
-    try:
-        connection.execute(_postgres_settings(timeout_seconds))
-    except BaseException:
-        connection.close()
-        raise
-    return connection
-
-
-def _postgres_timeout(exc: BaseException) -> bool:
-    """PostgreSQL cancelled the statement at its statement_timeout (SQLSTATE 57014, and not an
-    administrator's cancel)."""
-    orig = getattr(exc, "orig", None)
-    return getattr(orig, "pgcode", None) == "57014" and "statement timeout" in str(orig)
-
-
-def _postgres_options(connection: Any) -> dict[str, Any]:
-    # no hstore: a catalog query per new connection, for a type no check reads
-    return {"connect_args": {"connect_timeout": 10}, "use_native_hstore": False}
-
+# -- PostgreSQL (engine/dialect_postgres.py) ----------------------------------------------------------
 
 def _postgres_catalog(connection: sa.Connection, prefix: list[str], name: str) -> list[dict[str, Any]]:
     if len(prefix) == 2:  # database.schema.table: PostgreSQL's catalog holds its own database only
@@ -152,58 +118,6 @@ def _postgres_catalog(connection: sa.Connection, prefix: list[str], name: str) -
                                f"{current!r}, the database this server connects to")
         prefix = prefix[1:]
     return _catalog_columns(connection, prefix, name)
-
-
-def _postgres_regex(column: ColumnElement, pattern: str) -> ColumnElement:
-    # a comparison: its type stays boolean when the column is an expression (a COLLATE) of no type
-    return column.op("~", is_comparison=True)(sa.bindparam(None, pattern, type_=sa.String))
-
-
-def _postgres_prepare(engine: sa.Engine, connection: Any) -> None:
-    @sa.event.listens_for(engine, "connect")
-    def refuse(dbapi_connection, _record) -> None:
-        refuse_casts(dbapi_connection, connection.url.database)
-
-
-# On PostgreSQL, the schema's owner cannot reach pg_catalog (check sessions resolve names there
-# alone), but a cast is found by its source and target types, never by the search path: the owner
-# of a type (an enum, a composite) may write `CREATE CAST (their_type AS text) WITH FUNCTION f AS
-# IMPLICIT`, and f then answers for every comparison of that type's values as text or as another
-# type. A cast with a function that no extension installed is refused; casts to or from a domain
-# are never used, and WITH INOUT casts call the types' own input and output. Every name and
-# operator is qualified with pg_catalog: the connection's search path is not yet the session's.
-USER_CASTS = """
-SELECT pg_catalog.format_type(c.castsource, NULL), pg_catalog.format_type(c.casttarget, NULL),
-       pg_catalog.format('%s', c.castfunc::pg_catalog.regprocedure)
-FROM pg_catalog.pg_cast AS c
-JOIN pg_catalog.pg_type AS s ON s.oid OPERATOR(pg_catalog.=) c.castsource
-JOIN pg_catalog.pg_type AS t ON t.oid OPERATOR(pg_catalog.=) c.casttarget
-WHERE c.oid OPERATOR(pg_catalog.>=) '16384'::pg_catalog.oid AND c.castmethod OPERATOR(pg_catalog.=) 'f'
-  AND s.typtype OPERATOR(pg_catalog.<>) 'd' AND t.typtype OPERATOR(pg_catalog.<>) 'd'
-  AND NOT EXISTS (SELECT FROM pg_catalog.pg_depend AS d
-                  WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_cast'::pg_catalog.regclass
-                    AND d.objid OPERATOR(pg_catalog.=) c.oid AND d.deptype OPERATOR(pg_catalog.=) 'e')
-ORDER BY 1, 2
-"""
-
-
-def refuse_casts(dbapi_connection: Any, database: str | None) -> None:
-    """Refuse a database holding a cast its owner wrote (USER_CASTS): one statement per new
-    connection, outside any transaction."""
-    autocommit = dbapi_connection.autocommit
-    dbapi_connection.autocommit = True  # no BEGIN and ROLLBACK around a catalog read
-    try:
-        with dbapi_connection.cursor() as cursor:
-            cursor.execute(USER_CASTS)
-            found = cursor.fetchall()
-    finally:
-        dbapi_connection.autocommit = autocommit
-    if found:
-        shown = ", ".join(f"CAST ({s} AS {t}) WITH FUNCTION {f}" for s, t, f in found[:10]) + (
-            f" and {len(found) - 10} more" if len(found) > 10 else "")
-        raise RedefinitionError(f"the PostgreSQL database {database} holds {shown}: a cast its owner wrote "
-                                "answers for the comparisons of its types, so none of its checks runs (drop the "
-                                "cast, or use WITH INOUT)")
 
 
 # -- DuckDB -------------------------------------------------------------------------------------------
@@ -399,6 +313,9 @@ class Dialect:
     # a read-only mode the session could undo (MySQL), or none a client can set (Snowflake, whose
     # `begin` sets the time limit alone). One field for both: "read-only by itself" is one question
     why_not_read_only: str | None
+    # True: the checks' own SELECTs run on `begin`'s time-limited session without `_READ_ONLY` (a
+    # contract's SQL rule still needs it: dialects.rule_refusal); Spark, which has no read-only mode
+    checks_unvouched: bool
     # where the server has no statement timeout: what a timer calls to stop the statement at it
     interrupt: Callable[[sa.Connection], Callable[[], None]] | None
     server_timeout: Callable[[BaseException], bool]  # the server cancelled a statement at the timeout
@@ -428,7 +345,7 @@ GENERIC = Dialect(
     length=_length, epoch=_epoch, binary_text=None, catalog_columns=_catalog_columns,
     type_spellings=TYPE_SPELLINGS, measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT,
     distinct_counts_per_statement=DEFAULT_MEASURES_PER_STATEMENT, key_groups=False,
-    sample_arrays=True)
+    sample_arrays=True, checks_unvouched=False)
 
 # The warehouses reached through their own SQLAlchemy packages (pyproject's extras): GENERIC but for
 # what each row says. Snowflake begins a time-limited session but cannot make it read-only; the
@@ -448,7 +365,7 @@ WAREHOUSE_DIALECTS: dict[str, Dialect] = {row.name: row for row in (
                         type_spellings={**TYPE_SPELLINGS, **ws.BIGQUERY_SPELLINGS}),
     # PostgreSQL's operators, over psycopg2
     dataclasses.replace(GENERIC, name="redshift", driver="redshift+psycopg2", why_not_read_only=_COMPILED_ONLY,
-                        regex=_postgres_regex),
+                        regex=pg.regex),
     dataclasses.replace(GENERIC, name="trino", driver="trino", why_not_read_only=_COMPILED_ONLY,
                         engine_options=ws.trino_options, regex=ws.trino_regex, epoch=ws.trino_epoch),
     dataclasses.replace(GENERIC, name="mssql", driver="mssql+pyodbc", why_not_read_only=_COMPILED_ONLY,
@@ -460,12 +377,12 @@ DIALECTS: dict[str, Dialect] = {
     # PostgreSQL refuses a target list of more than 1,664 entries; it has no bounded aggregate, and
     # its COUNT(DISTINCT …) is faster than its hash GROUP BY (2M rows: 0.57 s against 2.37 s)
     "postgresql": Dialect(
-        name="postgresql", driver="postgresql+psycopg2", engine_options=_postgres_options,
-        prepare=_postgres_prepare, settings=(), begin=_postgres_begin, why_not_read_only=None, interrupt=None,
-        server_timeout=_postgres_timeout, names_need_schema=True, qualifier=qualifier, regex=_postgres_regex,
+        name="postgresql", driver="postgresql+psycopg2", engine_options=pg.options,
+        prepare=pg.prepare, settings=(), begin=pg.begin, why_not_read_only=None, interrupt=None,
+        server_timeout=pg.timed_out, names_need_schema=True, qualifier=qualifier, regex=pg.regex,
         length=_length, epoch=_epoch, binary_text=_binary_text(sa.Text, "C"), catalog_columns=_postgres_catalog,
         type_spellings=TYPE_SPELLINGS, measures_per_statement=1500, distinct_counts_per_statement=1500,
-        key_groups=False, sample_arrays=True),
+        key_groups=False, sample_arrays=True, checks_unvouched=False),
     # DuckDB holds a hash table for each distinct count at once
     "duckdb": Dialect(
         name="duckdb", driver="duckdb", engine_options=_duckdb_options, prepare=_duckdb_confine,
@@ -474,7 +391,7 @@ DIALECTS: dict[str, Dialect] = {
         length=_length, epoch=_epoch, binary_text=_binary_text(sa.String, "binary"),
         catalog_columns=_catalog_columns, type_spellings=TYPE_SPELLINGS,
         measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT, distinct_counts_per_statement=50,
-        key_groups=True, why_not_read_only=None, sample_arrays=True),
+        key_groups=True, why_not_read_only=None, sample_arrays=True, checks_unvouched=False),
     # MySQL and MariaDB (engine/dialect_mysql.py): read-only only by the operator's SELECT-only user;
     # a table holds at most 4,096 columns, so a statement of 1,000 measures is well within its limits
     "mysql": Dialect(
@@ -488,8 +405,20 @@ DIALECTS: dict[str, Dialect] = {
         why_not_read_only="starts a check session READ ONLY with a statement timeout, but the session itself could "
                           "undo READ ONLY, so only credentials that can only read (a user granted SELECT alone) "
                           "keep it read-only",
-        sample_arrays=False),
+        sample_arrays=False, checks_unvouched=False),
     **WAREHOUSE_DIALECTS,
+    # Spark SQL (engine/spark.py): a Spark Thrift server through PyHive (`hive://`), and a Databricks SQL
+    # warehouse through databricks-sqlalchemy (a URL built from `_HOST`… has no `http_path`: Databricks
+    # takes the operator's `_URL`). Time-limited by the server's query timeout, never read-only
+    **{name: dataclasses.replace(
+        GENERIC, name=name, driver=name, prepare=spark.prepare, begin=spark.begin, checks_unvouched=True,
+        why_not_read_only=f"has no read-only session ({name} time-limits it, but Spark has no read-only mode)",
+        server_timeout=spark.server_timeout, regex=spark.regex, epoch=spark.epoch,
+        # text as the column compares: a `CAST(… AS STRING)` would drop a UTF8_LCASE collation, but
+        # Spark cannot then resolve the samples' ORDER BY over the GROUP BY of that expression
+        binary_text=None, catalog_columns=spark.catalog_columns,
+        type_spellings={**TYPE_SPELLINGS, **spark.SPELLINGS}, distinct_counts_per_statement=50)
+       for name in ("hive", "databricks")},
 }
 
 
@@ -500,11 +429,22 @@ def dialect_of(name: str | None) -> Dialect:
     return DIALECTS.get(DIALECT_SPELLINGS.get(name, name), GENERIC)
 
 
+def rule_refusal(name: str, vouched: bool) -> str | None:
+    """Why a contract's SQL rule is not run in dialect `name`, or None: on a session that is not
+    read-only by itself (`why_not_read_only`), only on the operator's word that its credentials can only
+    read. (Rows without `checks_unvouched` never connect without that word, so only Spark's refuse here.)"""
+    row = dialect_of(name)
+    if vouched or row.why_not_read_only is None:
+        return None
+    return (f"dialect {name!r} {row.why_not_read_only}, so a contract's own SQL runs only where the operator "
+            "declares the server's credentials read-only (DQ_CONTRACTS_<SERVER>_READ_ONLY=true)")
+
+
 def read_only_refusal(name: str, server: str | None = None) -> str | None:
     """Why a connection in dialect `name` is refused when the operator has not declared its
     credentials read-only, or None when its row makes every session read-only and time-limited."""
     row = dialect_of(name)
-    if row.begin is not None and row.why_not_read_only is None:
+    if row.begin is not None and (row.why_not_read_only is None or row.checks_unvouched):
         return None
     variable = (env_prefix(server) if server is not None else "DQ_CONTRACTS_<SERVER>") + "_READ_ONLY"
     where = f"server {server!r}: " if server is not None else ""

@@ -26,7 +26,7 @@ from dq_contracts.odcs.plans import CheckPlan, ContractPlan, ObjectPlan
 from dq_contracts.engine.sql import render, table_for
 from dq_contracts.engine.results import CheckResult, error_of, masked, result_of, touches_classified, unevaluated
 from dq_contracts.engine.samples import SAMPLE_LIMIT, _add_samples
-from dq_contracts.engine.sessions import DEFAULT_TIMEOUT_SECONDS, Session
+from dq_contracts.engine.sessions import CREDENTIALS_READ_ONLY, DEFAULT_TIMEOUT_SECONDS, Session
 from dq_contracts.engine.results import Measured
 from dq_contracts.engine.sessions import TRANSIENT
 
@@ -114,11 +114,13 @@ def _run_checks(contract: ContractPlan, obj: ObjectPlan, engine: sa.Engine, chec
     try:
         columns = sorted({c for check in runnable if check.kind != "schema" for c in named_columns(check)})
         preparer = engine.dialect.identifier_preparer
+        vouched = bool(engine.get_execution_options().get(CREDENTIALS_READ_ONLY))
         if partition is None:
             checked = CheckedObject(obj, table_for(obj.physical_name, schema, columns, preparer, files),
-                                    engine.dialect.name, schema, preparer, now, files)
+                                    engine.dialect.name, schema, preparer, now, files, vouched=vouched)
         else:
-            checked = CheckedObject(obj, None, engine.dialect.name, schema, preparer, now, files, partition)
+            checked = CheckedObject(obj, None, engine.dialect.name, schema, preparer, now, files, partition,
+                                    vouched)
             checked = replace(checked, table=checked.own_table(columns))
     except Exception as exc:  # a name this dialect cannot quote: every check says so
         return [_worded(c, results.get(c.name) or failure(c, exc)) for c in checks]

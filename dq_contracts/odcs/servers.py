@@ -105,13 +105,22 @@ SERVER_TYPES: tuple[ServerType, ...] = (
     # a dataset is the schema; its URL's host is the project (bigquery://project/dataset)
     _sql(("bigquery",), "bigquery", _COMPILED + " (sqlalchemy-bigquery)", handling=Handling.COMPILED,
          dialect="bigquery", extra="bigquery", endpoint=(("project", "host"),)),
-    _sql(("databricks",), "databricks", _URL_ONLY, extra="databricks"),
+    # Spark SQL: names are case-blind, a bare name is in the session's schema (`default` unless the
+    # server says one); a Databricks table is catalog.schema.table, its catalog the operator's URL's
+    _sql(("databricks",), "databricks", "compiled by databricks-sqlalchemy and run on the Spark Thrift server the "
+         "tests start, not on a Databricks SQL warehouse (engine/test_spark.py, test_compiled_dialects.py); "
+         "time-limited, not read-only: a contract's SQL rule runs only on `_READ_ONLY`",
+         handling=Handling.COMPILED, dialect="databricks",
+         default_schema="default", extra="databricks"),
     _sql(("trino",), "trino", _COMPILED + " (trino's SQLAlchemy dialect)", handling=Handling.COMPILED,
          dialect="trino", extra="trino"),  # catalog.schema.table
     _sql(("presto",), "presto", _URL_ONLY),
     _sql(("oracle",), "oracle", _URL_ONLY),
     _sql(("clickhouse",), "clickhouse", _URL_ONLY),
-    _sql(("hive",), None, _URL_ONLY, extra="spark"),
+    # a Spark (or Hive) server reached through its Thrift server, in Spark's SQL
+    _sql(("hive",), "spark", "Spark 4 (pyspark's Thrift server, PyHive), a server the tests start: time-limited "
+         "by its query timeout, not read-only, so a contract's SQL rule runs only on `_READ_ONLY`",
+         handling=Handling.RUN, dialect="hive", default_schema="default", extra="spark"),
     *(_sql((name,), None, _URL_ONLY) for name in ("vertica", "db2", "athena", "synapse", "impala", "exasol",
                                                   "teradata", "hana", "denodo", "dremio", "informix", "ingres",
                                                   "vectorwise", "zen")),

@@ -1,6 +1,7 @@
-"""BigQuery, Redshift, Trino and SQL Server (and Snowflake, also run through fakesnow): compiled and
-parsed, not run here. Every statement the engine would send for every check kind (the aggregate scan,
-each kind's own query and samples, the relationship's anti-join, the SQL rule) is built by the
+"""BigQuery, Redshift, Trino and SQL Server (and Snowflake, also run through fakesnow, and Databricks,
+also run on Spark's Thrift server): compiled and parsed, not run here. Every statement the engine
+would send for every check kind (the aggregate scan, each kind's own query and samples, the
+relationship's anti-join, the SQL rule) is built by the
 engine's own functions in the dialect's SQLAlchemy package, compiled with its values as literals, and
 parsed by sqlglot in that warehouse's dialect. The schema check only reads the catalog: nothing to
 compile."""
@@ -30,6 +31,7 @@ COMPILED = {
     "trino": ("trino", "regexp_like(", '"'),
     "mssql": ("mssql.pyodbc", "regexp_like(", "["),
     "snowflake": ("snowflake", "regexp_instr(", '"'),
+    "databricks": ("databricks", " RLIKE ", "`"),  # also run on Spark's Thrift server (test_spark.py)
 }
 
 NOW = dt.datetime(2026, 6, 1, 12, tzinfo=dt.timezone.utc)
@@ -94,7 +96,8 @@ def statements(plan, name: str) -> dict[str, list]:
     schema = server_type_of_dialect(name).default_schema or "analytics"
     columns = sorted({c.physical_name for c in obj.columns})
     checked = CheckedObject(obj, table_for(obj.physical_name, schema, columns, dialect.identifier_preparer, None),
-                            name, schema, dialect.identifier_preparer, NOW, None)
+                            name, schema, dialect.identifier_preparer, NOW, None,
+                            vouched=True)  # these rows connect only on the operator's `_READ_ONLY`
     built: dict[str, list] = {}
     measures = []
     for check in obj.checks:

@@ -12,6 +12,7 @@ import yaml
 from dq_contracts.odcs.load import load_contracts
 from dq_contracts.engine.runner import run_object
 from dq_contracts.engine.schema_check import normalise_type
+from dq_contracts_tests.support import spark_engine, spark_table
 
 CONTRACT = {
     "apiVersion": "v3.2.0", "kind": "DataContract", "id": "m", "version": "1.0.0", "status": "active",
@@ -71,17 +72,28 @@ def fill(engine, rows):
     return engine
 
 
+# DDL's columns as Spark spells them (support.spark_table)
+SPARK_COLUMNS = {"id": "INT", "code": "VARCHAR(8)", "email": "VARCHAR(64)", "amount": "DECIMAL(12,2)",
+                 "day": "DATE", "kind": "VARCHAR(8)", "parent": "INT", "ts": "TIMESTAMP"}
+
+
 @pytest.fixture(params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres),
-                        pytest.param("mariadb", marks=pytest.mark.mariadb), "snowflake"])
+                        pytest.param("mariadb", marks=pytest.mark.mariadb), "snowflake",
+                        pytest.param("spark", marks=pytest.mark.spark)])
 def warehouse(request, tmp_path):
     """A factory: rows -> an engine on a fresh warehouse holding "TABLE" with those rows. On MariaDB
     the table is written with ANSI quotes, and the checks run as the operator's user granted SELECT
-    alone, through the operator's declaration. Snowflake: emulated by fakesnow, one database a test."""
+    alone, through the operator's declaration. Snowflake: emulated by fakesnow, one database a test.
+    Spark: a database of the session's Thrift server, on credentials the operator declared read-only."""
     if request.param == "duckdb":
         return lambda rows, name="w": fill(sa.create_engine(f"duckdb:///{tmp_path / name}.duckdb"), rows)
     if request.param == "snowflake":
         engine = request.getfixturevalue("snowflake")[2]
         return lambda rows, name="w": fill(engine, rows)
+    if request.param == "spark":
+        # the test stands for an operator who declared the credentials read-only: SQL rules run
+        engine = spark_engine(request.getfixturevalue("spark_database"))
+        return lambda rows, name="w": (spark_table(engine, "TABLE", SPARK_COLUMNS, rows), engine)[1]
     if request.param == "mariadb":
         from dq_contracts.engine.connections import connection_for, engine_for
         from dq_contracts_tests.support import mysql_env, mysql_server
@@ -166,7 +178,8 @@ def test_every_check_fails_on_the_bad_table(plan, warehouse):
     assert results["parent__references_t"].samples == [7]
     assert results["parent__duplicate_values"].samples == [7]
     assert results["amount__minimum"].threshold == "= 0" and results["amount__minimum"].row_count == 6
-    assert any(op in results["code__pattern"].sql for op in ("regexp_matches", "~", "REGEXP", "regexp_instr"))
+    assert any(op in results["code__pattern"].sql for op in ("regexp_matches", "~", "REGEXP", "regexp_instr",
+                                                               "RLIKE"))
     # never a value of a classified column
     assert results["email__format"].samples == []
     assert "classified" in results["email__format"].details["samples_withheld"]
@@ -184,8 +197,10 @@ def test_a_missing_table_fails_every_check_with_the_error(plan, tmp_path):
 # relationship's anti-join and the SQL rule. PostgreSQL: one statement of distinct counts for the
 # three key columns. DuckDB: one GROUP BY per key column, which also finds the repeated keys. MySQL:
 # as PostgreSQL, and the schema check's catalog read (SQLAlchemy's SHOW CREATE TABLE) names the table.
-# Snowflake: as PostgreSQL, and its catalog query (DESC TABLE) names the table too.
-TABLE_STATEMENTS = {"duckdb": (6, 4, 0), "postgresql": (4, 1, 1), "mysql": (5, 1, 1), "snowflake": (5, 1, 1)}
+# Snowflake and Spark: as PostgreSQL, and their catalog queries (DESC TABLE, DESCRIBE … AS JSON) name
+# the table too.
+TABLE_STATEMENTS = {"duckdb": (6, 4, 0), "postgresql": (4, 1, 1), "mysql": (5, 1, 1), "snowflake": (5, 1, 1),
+                    "hive": (5, 1, 1)}
 
 
 def test_one_aggregate_scan_per_table(plan, warehouse):
@@ -195,10 +210,11 @@ def test_one_aggregate_scan_per_table(plan, warehouse):
     results = run_object(plan, plan.objects[0], engine, now=NOW)
     kinds = {r.kind for r in results}
     assert len(results) >= 15 and len(kinds) >= 10
-    table = engine.dialect.identifier_preparer.quote_identifier("TABLE")  # "TABLE", or `TABLE` on MySQL
+    preparer = engine.dialect.identifier_preparer
+    table = preparer.quote_identifier("TABLE")  # "TABLE", or `TABLE` on MySQL and Spark
     data = [s for s in statements if table in s]
     catalog = [s for s in statements if table not in s and s.lstrip().upper().startswith(("SELECT", "WITH"))]
-    aggregate = [s for s in data if " AS m0" in s and "GROUP BY" in s]
+    aggregate = [s for s in data if f" AS {preparer.quote('m0')}" in s and "GROUP BY" in s]  # `m0` on Spark
     # one aggregate for all count-style checks; one query each for the relationship and the SQL
     # rule; the schema check only reads the catalog
     assert len(aggregate) == 1

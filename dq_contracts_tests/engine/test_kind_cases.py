@@ -1,6 +1,8 @@
 """The engine's cases, one file per check kind (cases/<kind>.yaml), as sqlfluff keeps rule cases: a
 snippet of a contract, a small table, and what the engine must say of it, on DuckDB, PostgreSQL, MariaDB
-(there as a user granted SELECT alone, through the operator's declaration) and Snowflake (emulated by fakesnow).
+(there as a user granted SELECT alone, through the operator's declaration), Snowflake (emulated by fakesnow)
+and Spark (a Thrift server the tests start). On Spark a case takes some 1.4 s, so a default run takes one
+passing and one failing case of each kind there (SPARK_CASES); `DQ_SPARK=full` runs every case.
 
 A case holds `case` (its name); the ODCS snippet as odcs/cases/clauses.yaml writes it (`property`
 goes into the object `t`, `object` keys are merged into it, `sla` is one slaProperties item, `api`
@@ -8,13 +10,15 @@ the apiVersion); `columns` (name: SQL type) and `rows` (lists in the columns' or
 freshness; `expect`: `passed`, and where useful `observed`, `row_count`, `samples`, `error` (a part
 of the error's text). Every column the snippet does not declare is declared with the logicalType of
 its SQL type, unless the case lists it in `undeclared`. `check` names the check when the snippet makes
-more than one of the file's kind. `xfail: <why>` (or `{duckdb: <why>}`, `{postgres: <why>}`, `{mariadb: <why>}`) marks a
+more than one of the file's kind. `xfail: <why>` (or `{duckdb: <why>}`, `{postgres: <why>}`, `{mariadb: <why>}`,
+`{spark: <why>}`) marks a
 wrong verdict kept as a case until the engine is fixed.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 from pathlib import Path
 
@@ -27,6 +31,7 @@ from sqlalchemy.dialects import mysql
 from dq_contracts.engine.connections import connection_for, engine_for
 from dq_contracts.engine.runner import run_object
 from dq_contracts.odcs.load import load_contracts
+from dq_contracts_tests.support import spark_table
 
 CASES_DIR = Path(__file__).parent / "cases"
 KIND_CASES = {path.stem: yaml.safe_load(path.read_text()) for path in sorted(CASES_DIR.glob("*.yaml"))}
@@ -51,8 +56,29 @@ TYPES = {
     "TIMESTAMP": (lambda: sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql"), "timestamp"),
 }
 
-WAREHOUSES = ["duckdb", pytest.param("postgres", marks=pytest.mark.postgres),
-              pytest.param("mariadb", marks=pytest.mark.mariadb), "snowflake"]
+WAREHOUSES = {"duckdb": (), "postgres": (pytest.mark.postgres,), "mariadb": (pytest.mark.mariadb,), "snowflake": (),
+              "spark": (pytest.mark.spark,)}
+
+
+def _xfail(case: dict, backend: str) -> str | None:
+    why = case.get("xfail")
+    return why.get(backend) if isinstance(why, dict) else why
+
+
+def _spark_cases() -> list[tuple[str, dict]]:
+    """Every case under `DQ_SPARK=full`; else, of each kind, its first passing and first failing case."""
+    if os.environ.get("DQ_SPARK") == "full":
+        return CASES
+    chosen = {}
+    for kind, case in CASES:
+        if not _xfail(case, "spark"):
+            chosen.setdefault((kind, case["expect"]["passed"]), case)
+    return [(kind, case) for kind, case in CASES if chosen.get((kind, case["expect"]["passed"])) is case]
+
+
+PARAMS = [pytest.param(kind, case, backend, marks=marks, id=f"{backend}-{kind}/{case['case']}")
+          for backend, marks in WAREHOUSES.items()
+          for kind, case in (_spark_cases() if backend == "spark" else CASES)]
 
 
 def column_type(sql_type: str) -> tuple[sa.types.TypeEngine, str]:
@@ -99,9 +125,9 @@ def same(expected, observed) -> bool:
     return expected == observed
 
 
-@pytest.fixture(params=WAREHOUSES)
+@pytest.fixture
 def warehouse(request, warehouse_of):
-    """conftest's warehouses, MariaDB, and Snowflake emulated by fakesnow."""
+    """conftest's warehouses, MariaDB, Snowflake emulated by fakesnow, and a Spark database."""
     return warehouse_of(request.param)
 
 
@@ -110,12 +136,11 @@ def checking(backend: str, warehouse) -> sa.Engine:
     return engine_for(connection_for(warehouse[0], warehouse[1])) if backend == "mariadb" else warehouse[2]
 
 
-@pytest.mark.parametrize("kind, case", CASES, ids=[f"{kind}/{case['case']}" for kind, case in CASES])
+@pytest.mark.parametrize("kind, case, warehouse", PARAMS, indirect=["warehouse"])
 def test_kind_case(kind, case, warehouse, tmp_path, request):
     assert set(case) <= CASE_KEYS and set(case["expect"]) <= EXPECT_KEYS, "a key the cases do not know"
     backend = request.node.callspec.params["warehouse"]
-    why = case.get("xfail")
-    why = why.get(backend) if isinstance(why, dict) else why
+    why = _xfail(case, backend)
     if why:
         request.applymarker(pytest.mark.xfail(reason=why, strict=True))
     path = tmp_path / "c.odcs.yaml"
@@ -127,7 +152,10 @@ def test_kind_case(kind, case, warehouse, tmp_path, request):
     assert len(checks) == 1, [(c.name, c.kind) for c in plan.objects[0].checks]
 
     engine = warehouse[2]
-    fill(engine, case)
+    if backend == "spark":
+        spark_table(engine, "t", case["columns"], case.get("rows") or [])
+    else:
+        fill(engine, case)
     [result] = run_object(plan, plan.objects[0], checking(backend, warehouse), selected=[checks[0].name],
                           now=utc(case.get("now")))
     said = dict(passed=result.passed, observed=result.observed, row_count=result.row_count,
