@@ -1,4 +1,4 @@
-"""The 20-check `orders` contract on DuckDB, PostgreSQL and Delta Lake, clean and failing, four ways.
+"""The 20-check `orders` contract on DuckDB, PostgreSQL, Delta Lake and Spark, clean and failing, four ways.
 
 * ours:  `dq_contracts.engine.runner.run_object` on an engine from `dq_contracts.engine.connections.engine_for`,
          the server read from the contract by `connection_for`, as the product runs it;
@@ -16,6 +16,10 @@ Delta gets them too, written by `deltalake` from the DuckDB table into a folder,
 product reads a `format: delta` file server (engine/lake.py: the table's Arrow dataset registered
 in an in-memory DuckDB session); its floor registers the same Arrow dataset in DuckDB by hand, once
 per connection as ours opens it once per engine, and reads the columns from the Delta log.
+Spark gets them as Parquet written by DuckDB, copied into a table of a local Spark Thrift server
+(dq_contracts_tests/sparkserver.py) with the contract's types; ours reaches it as a `hive` server
+(PyHive, engine/spark.py), the floor sends the same one-scan SQL in Spark's spellings (`RLIKE`, Java's
+regex classes) on a PyHive connection, in UTC as ours' session is.
 
 Every method runs in a process of its own, started once per table and kept waiting between runs
 (datacontract-cli: a new process per run, as it is used), so its peak RSS is its own: Linux's VmHWM,
@@ -32,6 +36,7 @@ the run's, so BEGIN, SET, ROLLBACK and pre-pings count); on DuckDB they are SQLA
 `before_cursor_execute` events plus pre-pings (statements sent on the DBAPI connection itself, such
 as a connect event's SETs or the dialect's first-connect queries, are not seen there). On Delta
 they are SQL statements alone: both ours and the floor read the columns from the Delta log, no SQL.
+On Spark they are the client's, as on DuckDB (PyHive's connection opens no statement of its own).
 
 Ours, naive and floor must agree on every measure (and both engines' floors on the same rows); the
 failing checks and every statement ours sends are printed. Peak RSS is the client process's; a
@@ -41,9 +46,10 @@ PostgreSQL server's own memory is not in it.
     .venv/bin/python benchmarks/bench_engine.py --sizes 200000 --engines duckdb --repeats 3
     .venv/bin/python benchmarks/bench_engine.py --sizes 5000000 --engines postgres --explain
     .venv/bin/python benchmarks/bench_engine.py --sizes 1000000 --engines delta --repeats 5
+    .venv/bin/python benchmarks/bench_engine.py --sizes 1000000 --engines spark --repeats 3
 
 Run it from the repository root with the package installed (`pip install -e .`); PostgreSQL needs its
-server binaries (initdb, pg_ctl) on this machine.
+server binaries (initdb, pg_ctl) on this machine; Spark needs pyspark and a Java runtime (the `test` extra).
 """
 
 from __future__ import annotations
@@ -97,6 +103,9 @@ SERVERS: dict[str, Callable[[dict], dict]] = {  # the contract's server entry pe
                            "database": PG_DATABASE, "schema": t["schema"]},
     "delta": lambda t: {"server": "bench", "type": "local", "format": "delta",
                         "path": str(Path(t["delta"]).parent / "{model}")},
+    # ODCS' hive server: host, port, database (Spark's schema); the table is in its `default`
+    "spark": lambda t: {"server": "bench", "type": "hive", "host": "127.0.0.1", "port": t["port"],
+                        "database": t["schema"]},
 }
 
 
@@ -161,13 +170,15 @@ def generate_sql(rows: int, state: str, now: dt.datetime) -> str:
     return f"SELECT\n  {selected}\nFROM (SELECT range AS i, {source} AS s FROM range(1, {rows + 1}))"
 
 
-def prepare(path: Path, rows: int, state: str, now: dt.datetime, csv: bool, delta: Path | None) -> None:
-    """The table (and its rows as CSV, for PostgreSQL; as a Delta table, for Delta) made by a process
+def prepare(path: Path, rows: int, state: str, now: dt.datetime, csv: bool, delta: Path | None,
+            parquet: bool = False) -> None:
+    """The table (and its rows as CSV, for PostgreSQL; as a Delta table, for Delta; as Parquet, for
+    Spark) made by a process
     of its own: every worker starts from this process's memory (see `peak_rss_kb`), which must stay
     that of its imports."""
     subprocess.run([sys.executable, __file__, "--prepare", json.dumps(
         {"path": str(path), "rows": rows, "state": state, "now": now.isoformat(), "csv": csv,
-         "delta": str(delta) if delta else None})], check=True)
+         "delta": str(delta) if delta else None, "parquet": parquet})], check=True)
 
 
 def prepare_child(spec: dict) -> None:
@@ -177,6 +188,9 @@ def prepare_child(spec: dict) -> None:
         with contextlib.closing(duckdb.connect(str(path), read_only=True)) as con:
             # NULL unquoted and '' as "", as PostgreSQL's COPY reads CSV too
             con.execute(f"COPY orders TO '{path.with_suffix('.csv')}' (HEADER false)")
+    if spec.get("parquet"):
+        with contextlib.closing(duckdb.connect(str(path), read_only=True)) as con:
+            con.execute(f"COPY orders TO '{path.with_suffix('.parquet')}' (FORMAT parquet)")
     if spec["delta"]:
         import deltalake
 
@@ -198,11 +212,16 @@ def generate_duckdb(path: Path, rows: int, state: str, now: dt.datetime) -> None
 # Every count-style measure in one scan, written by hand; `status NOT IN` once though the contract
 # states it twice (enum and invalidValues). The regex operator is each engine's own.
 REGEX = {"duckdb": "regexp_matches({column}, '{pattern}')", "postgres": "{column} ~ '{pattern}'",
-         "delta": "regexp_matches({column}, '{pattern}')"}
+         "delta": "regexp_matches({column}, '{pattern}')", "spark": "{column} RLIKE '{pattern}'"}
+# Spark's regex is Java's (no POSIX bracket class: \s for [:space:]), and its string literal reads
+# backslash escapes, so each backslash is written twice
+SPARK_PATTERN = {"[:space:]": r"\\s", "\\": r"\\"}
 
 
 def floor_aggregate(engine: str, table: str) -> str:
     def matches(column: str, pattern: str) -> str:
+        if engine == "spark":
+            pattern = re.sub("|".join(map(re.escape, SPARK_PATTERN)), lambda m: SPARK_PATTERN[m.group(0)], pattern)
         return REGEX[engine].format(column=column, pattern=pattern)
     return f"""
 SELECT
@@ -236,14 +255,19 @@ SELECT coalesce(sum(n - 1), 0) FROM (
 """
 
 
-def floor_catalog(schema: str) -> str:
+def floor_catalog(schema: str, engine: str = "duckdb") -> str:
+    if engine == "spark":  # Spark's session catalog has no information_schema
+        return f"DESCRIBE TABLE `{schema}`.orders"
     return ("SELECT column_name, data_type FROM information_schema.columns "
             f"WHERE table_schema = '{schema}' AND table_name = 'orders'")
 
 
 def floor_as_checks(f: dict, compound: int, now: dt.datetime) -> dict[str, float]:
     """The floor's measures under the engine's check names, to prove both measured the same thing."""
-    newest = f["newest"].replace(tzinfo=dt.timezone.utc) if f["newest"] else None
+    newest = f["newest"]
+    if isinstance(newest, str):  # PyHive hands a timestamp over as its text (the session's UTC)
+        newest = dt.datetime.fromisoformat(newest)
+    newest = newest.replace(tzinfo=dt.timezone.utc) if newest else None
     return {
         "row_count": f["rows"], "order_id__not_null": f["order_id_nulls"],
         "order_id__primary_key": f["order_id_nulls"] + f["order_id_dups"],
@@ -390,8 +414,9 @@ class Floor:
         self.spec, self.capture, self.db, self.delta = spec, capture, None, None
         self.dialect, self.now = spec["engine"], dt.datetime.fromisoformat(spec["now"])
         schema = spec.get("schema") or "main"
-        table = "orders" if self.dialect == "delta" else f'"{schema}".orders'  # delta: the registered dataset
-        self.sql = [floor_aggregate(self.dialect, table), floor_compound(table), floor_catalog(schema)]
+        table = {"delta": "orders", "spark": f"`{schema}`.orders"}.get(  # delta: the registered dataset
+            self.dialect, f'"{schema}".orders')
+        self.sql = [floor_aggregate(self.dialect, table), floor_compound(table), floor_catalog(schema, self.dialect)]
         self.connect()
         self.results: dict = {}
 
@@ -406,6 +431,11 @@ class Floor:
             self.db = duckdb.connect()
             self.delta = DeltaTable(self.spec["delta"])
             self.db.register("orders", self.delta.to_pyarrow_dataset())
+        elif self.dialect == "spark":  # timestamps in UTC, as ours' session (engine/spark.py)
+            from pyhive import hive
+
+            self.db = hive.connect(host="127.0.0.1", port=self.spec["port"], database=self.spec["schema"])
+            self.query("SET TIME ZONE 'UTC'")
         else:
             self.db = psycopg2.connect(self.spec["dsn"])
             self.db.autocommit = True
@@ -477,6 +507,8 @@ def worker(method: str, spec: dict) -> None:
     if spec["engine"] == "delta":  # every worker imports the reader, so the peaks compare the work
         import deltalake  # noqa: F401
         import pyarrow.dataset  # noqa: F401
+    if spec["engine"] == "spark":
+        import pyhive.hive  # noqa: F401
     capture = Capture()
     subject = METHODS[method](spec, capture)
     connection = getattr(subject, "connection", None)
@@ -661,6 +693,46 @@ class Postgres:
         self.cluster.destroy()
 
 
+class Spark:
+    """The local Spark Thrift server of the tests, and one PyHive connection of the benchmark's own for
+    loading and dropping tables, kept open to the end (closing a session takes this server ~20 s)."""
+
+    def __init__(self) -> None:
+        from pyhive import hive
+
+        from dq_contracts_tests.sparkserver import SparkServer  # only when Spark runs
+
+        started = time.perf_counter()
+        self.server = SparkServer.start()
+        self.db = hive.connect(host="127.0.0.1", port=self.server.port)
+        self.query("SET TIME ZONE 'UTC'")  # the Parquet's timestamps are the rows' UTC moments
+        print(f"Spark {self.query('SELECT version()')[0][0]}: a Thrift server, local[1], started in "
+              f"{time.perf_counter() - started:.1f} s", flush=True)
+
+    def query(self, sql: str) -> list[tuple]:
+        cursor = self.db.cursor()
+        try:
+            cursor.execute(sql)
+            return cursor.fetchall() if cursor.description else []
+        finally:
+            cursor.close()
+
+    def load(self, duckdb_file: Path, schema: str) -> None:
+        """The DuckDB table's rows (as Parquet, written by `prepare`) into a Spark table of the contract's
+        types, as Spark spells them (one table at a time: each is dropped after its runs)."""
+        parquet = duckdb_file.with_suffix(".parquet")
+        columns = ", ".join(f"CAST({p['name']} AS {p['physicalType'].replace('VARCHAR', 'STRING')}) AS {p['name']}"
+                            for p in PROPERTIES)
+        self.query(f"CREATE TABLE `{schema}`.orders USING parquet AS SELECT {columns} FROM parquet.`{parquet}`")
+        parquet.unlink()
+
+    def drop(self, schema: str) -> None:
+        self.query(f"DROP TABLE `{schema}`.orders")
+
+    def stop(self) -> None:
+        self.server.stop()
+
+
 def verify(ours: dict, naive: dict, floor: dict) -> list[str]:
     """What ours, naive and floor disagree on: every check the naive run measured, every measure the floor has."""
     def same(a: Any, b: Any, tolerance: float = 1e-9) -> bool:
@@ -700,6 +772,9 @@ def measure_table(engine: str, table: dict, args: argparse.Namespace, pg: Postgr
         spec.update(dsn=pg.dsn + f" dbname={PG_DATABASE}", environ={"DQ_CONTRACTS_BENCH_URL": url})
     if engine == "delta":  # the operator lets the server read the benchmark's folder
         spec["environ"] = {"DQ_CONTRACTS_BENCH_ROOTS": str(folder)}
+    if engine == "spark":  # the operator's endpoint; not declared read-only (the contract has no SQL rule)
+        spec.update(port=table["port"], environ={
+            "DQ_CONTRACTS_BENCH_URL": f"hive://127.0.0.1:{table['port']}/{table['schema']}"})
     workers = {m: Worker(m, spec) for m in ("ours", "floor", "naive")}
     runs: dict[str, Callable[[], float]] = {m: w.run for m, w in workers.items()}
     cli = datacontract_method(engine, table, folder, pg)
@@ -770,7 +845,7 @@ def datacontract_venv() -> Path | None:
 def datacontract_method(engine: str, table: dict, folder: Path, pg: Postgres | None) -> DatacontractCli | None:
     """datacontract-cli on the same table, if DQ_BENCH_DATACONTRACT_VENV names a venv that has it."""
     venv = datacontract_venv()
-    if venv is None or engine == "delta":  # its Delta path (a Spark or a DuckDB extension) is not set up here
+    if venv is None or engine in ("delta", "spark"):  # its Spark path (and DuckDB's Delta extension) is not set up here
         return None
     contract = contract_for(engine, table)
     env = {}
@@ -843,6 +918,7 @@ def main() -> None:
     if datacontract_venv() is None:
         print("datacontract-cli: skipped (set DQ_BENCH_DATACONTRACT_VENV to a virtual environment that has it)")
     pg = Postgres() if "postgres" in args.engines else None
+    spark = Spark() if "spark" in args.engines else None
     if pg is not None and not pg.counts:
         print("this PostgreSQL has no pg_stat_statements: statement counts are the client's")
     out = []
@@ -856,7 +932,8 @@ def main() -> None:
                     table = {"name": state, "rows": rows, "file": f"orders_{rows}_{state}.duckdb",
                              "now": now.isoformat(), "schema": None, "delta": str(delta) if delta else None}
                     started = time.perf_counter()
-                    prepare(folder / table["file"], rows, state, now, csv="postgres" in args.engines, delta=delta)
+                    prepare(folder / table["file"], rows, state, now, csv="postgres" in args.engines, delta=delta,
+                            parquet="spark" in args.engines)
                     print(f"\n{rows:,} rows, {state}: generated in {time.perf_counter() - started:.1f} s", flush=True)
                     for engine in args.engines:
                         if engine == "postgres":
@@ -864,16 +941,25 @@ def main() -> None:
                             started = time.perf_counter()
                             pg.load(folder / table["file"], table["schema"])
                             print(f"loaded into PostgreSQL in {time.perf_counter() - started:.1f} s", flush=True)
+                        if engine == "spark":
+                            table = {**table, "schema": "default", "port": spark.server.port}
+                            started = time.perf_counter()
+                            spark.load(folder / table["file"], table["schema"])
+                            print(f"loaded into Spark in {time.perf_counter() - started:.1f} s", flush=True)
                         out.append(measure_table(engine, table, args, pg if engine == "postgres" else None, folder))
                         sys.stdout.flush()
                         if engine == "postgres":
                             pg.drop(table["schema"])
+                        if engine == "spark":
+                            spark.drop(table["schema"])
                     (folder / table["file"]).unlink()
                     if delta is not None:
                         shutil.rmtree(delta.parent)
     finally:
         if pg is not None:
             pg.destroy()
+        if spark is not None:
+            spark.stop()
     print_summary(out)
 
 
