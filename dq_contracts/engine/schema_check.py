@@ -37,7 +37,7 @@ def normalise_type(text: str, spellings: Mapping[str, str] = TYPE_SPELLINGS) -> 
     lowered = re.sub(r"\s+", " ", str(text).strip().lower())
     # PostgreSQL writes the precision mid-name: timestamp(3) with time zone → timestamp with time zone(3)
     lowered = re.sub(r"^(timestamp|time)\s*(\(\d+\))\s+(with(?:out)? time zone)$", r"\1 \3\2", lowered)
-    match = re.match(r"^([a-z0-9 ]+?)\s*(\(.*\))?$", lowered)
+    match = re.match(r"^([a-z0-9_ ]+?)\s*(\(.*\))?$", lowered)  # `timestamp_ltz`, `bool_`: names hold _
     if not match:
         return lowered
     base, args = match.group(1).strip(), (match.group(2) or "").replace(" ", "")
