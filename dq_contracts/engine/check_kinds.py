@@ -139,14 +139,22 @@ def _pattern(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
                    sa.not_(dialect_of(checked.dialect).regex(_as_text(check, checked), check.params["pattern"])))
 
 
+def _listed(values: list) -> list:
+    """A list's values without its NULL: `x NOT IN ('ok', NULL)` is never true, so a listed null
+    would let every value through. What a listed null means is the kind's: NULL is valid for
+    validValues and enum (NULL rows are never judged by them: `required` does), missing for
+    missingValues."""
+    return [v for v in values if v is not None]
+
+
 def _accepted(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
-    col, values = _column(check, checked), check.params["values"]
+    col, values = _column(check, checked), _listed(check.params["values"])
     return sa.and_(col.is_not(None), _compared(check, checked, values).not_in(values))
 
 
 def _missing(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
     col, values = _column(check, checked), check.params["values"]
-    present = [v for v in values if v is not None]
+    present = _listed(values)
     conditions = [_compared(check, checked, present).in_(present)] if present else []
     if None in values:
         conditions.append(col.is_(None))
@@ -157,7 +165,8 @@ def _invalid(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
     p, col = check.params, _column(check, checked)
     invalid = []
     if p.get("valid_values") is not None:
-        invalid.append(_compared(check, checked, p["valid_values"]).not_in(p["valid_values"]))
+        valid = _listed(p["valid_values"])
+        invalid.append(_compared(check, checked, valid).not_in(valid))
     if p.get("pattern") is not None:
         invalid.append(sa.not_(dialect_of(checked.dialect).regex(_as_text(check, checked), p["pattern"])))
     return sa.and_(col.is_not(None), sa.or_(*invalid))
