@@ -102,7 +102,9 @@ def _typed_bound(check: CheckPlan, value: Any) -> ColumnElement:
     logical = check.params.get("logical_type")
     if logical == "date":
         return sa.cast(sa.bindparam(None, str(value), type_=sa.String), sa.Date)
-    if logical in ("timestamp", "time"):
+    if logical == "time":  # a time of day compares as a time, never as a timestamp
+        return sa.cast(sa.bindparam(None, str(value).removesuffix("Z"), type_=sa.String), sa.Time)
+    if logical == "timestamp":
         return sa.cast(sa.bindparam(None, utc_text(value), type_=sa.String), sa.DateTime)
     return sa.bindparam(None, value)
 

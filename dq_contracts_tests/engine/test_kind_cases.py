@@ -54,6 +54,7 @@ TYPES = {
     "BOOLEAN": (sa.Boolean, "boolean"),
     "DATE": (sa.Date, "date"),
     "TIMESTAMP": (lambda: sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql"), "timestamp"),
+    "TIME": (sa.Time, "time"),
 }
 
 WAREHOUSES = {"duckdb": (), "postgres": (pytest.mark.postgres,), "mariadb": (pytest.mark.mariadb,), "snowflake": (),
