@@ -368,3 +368,28 @@ def snowflake_engine() -> sa.Engine:
     from dq_contracts.engine.sessions import CREDENTIALS_READ_ONLY
 
     return sa.create_engine(SNOWFLAKE_URL, execution_options={CREDENTIALS_READ_ONLY: True})
+
+
+# The clause matrix (engine/test_engine.py, engine/test_lake.py): every kind's clause on one table `t`
+MATRIX_PROPERTIES = [
+    {"name": "id", "logicalType": "integer", "physicalType": "INTEGER", "primaryKey": True},
+    {"name": "code", "logicalType": "string", "physicalType": "VARCHAR(8)", "required": True, "unique": True,
+     "logicalTypeOptions": {"minLength": 2, "maxLength": 3, "pattern": "^[A-Z]+$"}},
+    {"name": "email", "logicalType": "string", "classification": "pii", "logicalTypeOptions": {"format": "email"}},
+    {"name": "amount", "logicalType": "number", "physicalType": "DECIMAL(12,2)",
+     "logicalTypeOptions": {"minimum": 0, "exclusiveMaximum": 100, "multipleOf": 0.5}},
+    {"name": "day", "logicalType": "date", "logicalTypeOptions": {"minimum": "2020-01-01"}},
+    {"name": "kind", "logicalType": "string", "enum": [{"value": "a"}, {"value": "b"}],
+     "quality": [{"metric": "invalidValues", "arguments": {"validValues": ["a", "b"]}, "mustBe": 0},
+                 {"metric": "missingValues", "arguments": {"missingValues": [None, "", "n/a"]},
+                  "mustBeLessThan": 20, "unit": "percent"},
+                 {"metric": "nullValues", "mustBeLessOrEqualTo": 0}]},
+    {"name": "parent", "logicalType": "integer", "relationships": [{"to": "t.id"}],
+     "quality": [{"metric": "duplicateValues", "mustBe": 0}]},
+    {"name": "ts", "logicalType": "timestamp"},
+]
+MATRIX_QUALITY = [
+    {"metric": "rowCount", "mustBeBetween": [3, 5]},
+    {"metric": "duplicateValues", "arguments": {"properties": ["code", "kind"]}, "mustBe": 0},
+    {"type": "sql", "name": "positive", "query": "SELECT COUNT(*) FROM {object} WHERE amount < 0", "mustBe": 0},
+]

@@ -12,34 +12,14 @@ import yaml
 from dq_contracts.odcs.load import load_contracts
 from dq_contracts.engine.runner import run_object
 from dq_contracts.engine.schema_check import normalise_type
-from dq_contracts_tests.support import spark_engine, spark_table
+from dq_contracts_tests.support import MATRIX_PROPERTIES, MATRIX_QUALITY, spark_engine, spark_table
 
 CONTRACT = {
     "apiVersion": "v3.2.0", "kind": "DataContract", "id": "m", "version": "1.0.0", "status": "active",
     "schema": [{
         "name": "t", "physicalName": "TABLE",
-        "properties": [
-            {"name": "id", "logicalType": "integer", "physicalType": "INTEGER", "primaryKey": True},
-            {"name": "code", "logicalType": "string", "physicalType": "VARCHAR(8)", "required": True, "unique": True,
-             "logicalTypeOptions": {"minLength": 2, "maxLength": 3, "pattern": "^[A-Z]+$"}},
-            {"name": "email", "logicalType": "string", "classification": "pii", "logicalTypeOptions": {"format": "email"}},
-            {"name": "amount", "logicalType": "number", "physicalType": "DECIMAL(12,2)",
-             "logicalTypeOptions": {"minimum": 0, "exclusiveMaximum": 100, "multipleOf": 0.5}},
-            {"name": "day", "logicalType": "date", "logicalTypeOptions": {"minimum": "2020-01-01"}},
-            {"name": "kind", "logicalType": "string", "enum": [{"value": "a"}, {"value": "b"}],
-             "quality": [{"metric": "invalidValues", "arguments": {"validValues": ["a", "b"]}, "mustBe": 0},
-                         {"metric": "missingValues", "arguments": {"missingValues": [None, "", "n/a"]},
-                          "mustBeLessThan": 20, "unit": "percent"},
-                         {"metric": "nullValues", "mustBeLessOrEqualTo": 0}]},
-            {"name": "parent", "logicalType": "integer", "relationships": [{"to": "t.id"}],
-             "quality": [{"metric": "duplicateValues", "mustBe": 0}]},
-            {"name": "ts", "logicalType": "timestamp"},
-        ],
-        "quality": [
-            {"metric": "rowCount", "mustBeBetween": [3, 5]},
-            {"metric": "duplicateValues", "arguments": {"properties": ["code", "kind"]}, "mustBe": 0},
-            {"type": "sql", "name": "positive", "query": "SELECT COUNT(*) FROM {object} WHERE amount < 0", "mustBe": 0},
-        ],
+        "properties": MATRIX_PROPERTIES,
+        "quality": MATRIX_QUALITY,
     }],
     "slaProperties": [{"property": "latency", "value": 1, "unit": "d", "element": "t.ts"}],
 }

@@ -15,7 +15,7 @@ from dq_contracts.engine.connections import EndpointError, connection_for
 from dq_contracts.engine.runner import run_object
 from dq_contracts.odcs.load import load_contracts
 from dq_contracts.odcs.partitions import Partition
-from dq_contracts_tests.support import lake_engine, write_lake
+from dq_contracts_tests.support import MATRIX_PROPERTIES as CONTRACT_PROPERTIES, MATRIX_QUALITY as QUALITY, lake_engine, write_lake
 
 LAKES = ["delta", "iceberg"]
 NOW = dt.datetime(2026, 6, 1, 12, tzinfo=dt.timezone.utc)
@@ -24,28 +24,6 @@ NOW = dt.datetime(2026, 6, 1, 12, tzinfo=dt.timezone.utc)
 SCHEMA = pa.schema([("id", pa.int32()), ("code", pa.string()), ("email", pa.string()),
                     ("amount", pa.decimal128(12, 2)), ("day", pa.date32()), ("kind", pa.string()),
                     ("parent", pa.int32()), ("ts", pa.timestamp("us"))])
-CONTRACT_PROPERTIES = [
-    {"name": "id", "logicalType": "integer", "physicalType": "INTEGER", "primaryKey": True},
-    {"name": "code", "logicalType": "string", "physicalType": "VARCHAR(8)", "required": True, "unique": True,
-     "logicalTypeOptions": {"minLength": 2, "maxLength": 3, "pattern": "^[A-Z]+$"}},
-    {"name": "email", "logicalType": "string", "classification": "pii", "logicalTypeOptions": {"format": "email"}},
-    {"name": "amount", "logicalType": "number", "physicalType": "DECIMAL(12,2)",
-     "logicalTypeOptions": {"minimum": 0, "exclusiveMaximum": 100, "multipleOf": 0.5}},
-    {"name": "day", "logicalType": "date", "logicalTypeOptions": {"minimum": "2020-01-01"}},
-    {"name": "kind", "logicalType": "string", "enum": [{"value": "a"}, {"value": "b"}],
-     "quality": [{"metric": "invalidValues", "arguments": {"validValues": ["a", "b"]}, "mustBe": 0},
-                 {"metric": "missingValues", "arguments": {"missingValues": [None, "", "n/a"]},
-                  "mustBeLessThan": 20, "unit": "percent"},
-                 {"metric": "nullValues", "mustBeLessOrEqualTo": 0}]},
-    {"name": "parent", "logicalType": "integer", "relationships": [{"to": "t.id"}],
-     "quality": [{"metric": "duplicateValues", "mustBe": 0}]},
-    {"name": "ts", "logicalType": "timestamp"},
-]
-QUALITY = [
-    {"metric": "rowCount", "mustBeBetween": [3, 5]},
-    {"metric": "duplicateValues", "arguments": {"properties": ["code", "kind"]}, "mustBe": 0},
-    {"type": "sql", "name": "positive", "query": "SELECT COUNT(*) FROM {object} WHERE amount < 0", "mustBe": 0},
-]
 GOOD = [
     (1, "AB", "a@x.io", 10.5, "2021-01-01", "a", None, "2026-06-01 06:00:00"),
     (2, "CD", "b@x.io", 0, "2022-01-01", "b", 1, "2026-05-31 18:00:00"),
