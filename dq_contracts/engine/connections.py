@@ -55,12 +55,6 @@ class Connection:
     credentials_read_only: bool = False  # the operator vouches for it (`_READ_ONLY`): any dialect may run
 
 
-def is_relative_file(database: str) -> bool:
-    """A plain relative file path: not `:memory:`, not a URI or MotherDuck name, not absolute."""
-    return not (database.startswith(":memory:") or is_remote(database)
-                or os.path.isabs(os.path.expanduser(database)))
-
-
 def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None = None,
                    folder: str | None = None, root: str | None = None) -> Connection:
     """The connection for one ODCS server; `folder` is the contract file's folder, `root` the

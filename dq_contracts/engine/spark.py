@@ -5,7 +5,7 @@ Spark has no read-only transaction or session: `begin` only bounds a session's t
 server's `spark.sql.thriftServer.queryTimeout`, Databricks' `STATEMENT_TIMEOUT`; either cancels the
 statement's job), so what keeps a session read-only is the operator's credentials. The checks' own
 statements are SELECTs built here (names quoted, values bound); a contract's SQL rule runs only where
-the operator declared the credentials read-only (dialects.TIME_LIMITED_ONLY).
+the operator declared the credentials read-only (the rows' `checks_unvouched` field).
 
 Neither driver takes bound values to the server: PyHive renders them into the text, escaping `\\`
 and `'` as Spark's parser reads them (hive.HiveParamEscaper).
