@@ -60,7 +60,7 @@ def _plan_text(plan: ContractPlan, prefix: str) -> str:
             reach = obj.partition_reach(check)
             reached = f"  [{'per partition' if reach[0] == 'partition' else 'table-wide'}: {reach[1]}]" if reach else ""
             lines.append(f"    {check.name:<{width}}  {check.severity:<5}  {check.kind:<16} {threshold}"
-                         f"  {check.clause}{will_fail}{reached}")
+                         f"  {', '.join(check.clauses)}{will_fail}{reached}")
     for fresh in plan.freshness:
         lines.append(f"  freshness {fresh.object}.{fresh.element}: fail after {fresh.fail_window_seconds:g}s  "
                      f"{fresh.clause}")

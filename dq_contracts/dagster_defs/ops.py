@@ -30,6 +30,9 @@ def check_result_of(result: CheckResult, spec: dg.AssetCheckSpec) -> dg.AssetChe
         "dq_contracts/result": dg.MetadataValue.text(message),
         "dq_contracts/clause": result.location,
         "dq_contracts/pointer": result.clause,
+        # every clause it answers (a compound key: each column's primaryKey), the first being the two above
+        "dq_contracts/clauses": dg.MetadataValue.text("\n".join(result.locations)),
+        "dq_contracts/pointers": dg.MetadataValue.json(result.clauses),
         "dq_contracts/severity": str(result.severity),
         "dq_contracts/kind": result.kind,
         "dq_contracts/dimension": result.dimension,
@@ -83,7 +86,7 @@ def _outcome_line(result: CheckResult) -> str:
     status = result.status.upper()
     observed = "-" if result.observed is None else result.observed
     line = (f"{status:<5} {result.contract_id} {result.contract_version} {'/'.join(result.asset_key)}."
-            f"{result.name} [{result.clause}] observed {observed}, expected {result.threshold}")
+            f"{result.name} [{', '.join(result.clauses)}] observed {observed}, expected {result.threshold}")
     return line + (f": {result.error}" if result.error else "")
 
 

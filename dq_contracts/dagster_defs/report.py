@@ -66,7 +66,8 @@ def build_report(plans: list[ContractPlan], instance: dg.DagsterInstance) -> dic
             for check in obj.checks:
                 key = keys[(obj.name, check.name)]
                 record = latest.get(key)
-                clause = {"name": check.name, "clause": check.clause, "severity": check.severity,
+                clause = {"name": check.name, "clause": check.clause, "clauses": list(check.clauses),
+                          "locations": check.locations(plan.file), "severity": check.severity,
                           "status": _status(record), "last_run_at": _when(record),
                           "run_id": record.run_id if record is not None else None}
                 if record is not None and record.partition is not None:  # a partitioned check
@@ -113,10 +114,12 @@ def report_text(report: dict[str, Any]) -> str:
         lines.append(f"{contract['id']} {contract['version']}: {summary}  not_enforced {contract['not_enforced']}")
         for asset in contract["assets"]:
             for clause in asset["clauses"]:
-                for p in clause.get("partitions") or [clause]:
-                    if p["status"] != Status.PASS:
-                        where = f"partition {p['partition']}, " if p.get("partition") else ""
-                        lines.append(f"  {p['status']:<7} {asset['asset_key']}.{clause['name']}  "
-                                     f"({where}last run {p['last_run_at'] or 'never'})")
+                shown = [p for p in clause.get("partitions") or [clause] if p["status"] != Status.PASS]
+                for p in shown:
+                    where = f"partition {p['partition']}, " if p.get("partition") else ""
+                    lines.append(f"  {p['status']:<7} {asset['asset_key']}.{clause['name']}  "
+                                 f"({where}last run {p['last_run_at'] or 'never'})")
+                if shown:  # where each clause it answers is written (a compound key: every column's)
+                    lines.extend(f"            {location}" for location in clause.get("locations") or ())
     lines.append("total: " + "  ".join(f"{s} {n}" for s, n in totals.items()))
     return "\n".join(lines)

@@ -113,7 +113,7 @@ class DqContractsTranslator:
         return dg.AssetCheckSpec(
             name=check.name,
             asset=data.asset_key,
-            description=check.description,
+            description=check_description(plan, check),
             # ERROR clauses block where Dagster materialises the asset. A relationship waits for the
             # table it reads; were it blocking too, one table failing an ERROR clause would skip
             # checks across every table downstream of it, chained
@@ -128,11 +128,14 @@ class DqContractsTranslator:
                 "dq_contracts/property": check.property,
                 "dq_contracts/clause": clause_text(plan, check),
                 "dq_contracts/pointer": check.clause,
+                # every clause it answers (a compound key: each column's primaryKey), first the two above
+                "dq_contracts/clauses": dg.MetadataValue.text("\n".join(check.locations(plan.file))),
+                "dq_contracts/pointers": dg.MetadataValue.json(list(check.clauses)),
                 "dq_contracts/kind": check.kind,
                 "dq_contracts/dimension": check.dimension,
                 "dq_contracts/severity": str(check.severity),  # Dagster stores no Enum, not even a StrEnum
                 "dq_contracts/threshold": check.threshold_text(),
-                "dagster/code_references": code_references(plan, getattr(check, "line", None), check.name),
+                "dagster/code_references": code_references(plan, [a.line for a in check.answers], check.name),
             }.items() if v is not None},
         )
 
@@ -279,12 +282,22 @@ def clause_text(plan: ContractPlan, check: CheckPlan) -> str:
     return clause_location(plan.file, check.line, check.where or check.clause)
 
 
-def code_references(plan: ContractPlan, line: int | None, label: str) -> dg.CodeReferencesMetadataValue:
-    """A link to the contract file and line (`link_code_references_to_git` makes it a link into the
-    repository for deployments)."""
+def check_description(plan: ContractPlan, check: CheckPlan) -> str:
+    """The check's description; one that answers several clauses says where each of them is."""
+    if len(check.answers) < 2:
+        return check.description
+    return f"{check.description}; answers {len(check.answers)} clauses: " + "; ".join(check.locations(plan.file))
+
+
+def code_references(plan: ContractPlan, line: int | None | list[int | None], label: str
+                    ) -> dg.CodeReferencesMetadataValue:
+    """A link to the contract file and line, one per line of `line` when it is a list (the clauses a
+    check answers); `link_code_references_to_git` makes each a link into the repository for deployments."""
     # plan.folder was made absolute when the contract was read: the working directory may differ now
-    return dg.CodeReferencesMetadataValue(code_references=[dg.LocalFileCodeReference(
-        file_path=os.path.join(plan.folder, os.path.basename(plan.file)), line_number=line, label=label)])
+    path = os.path.join(plan.folder, os.path.basename(plan.file))
+    lines = line if isinstance(line, list) else [line]
+    return dg.CodeReferencesMetadataValue(code_references=[
+        dg.LocalFileCodeReference(file_path=path, line_number=n, label=label) for n in lines])
 
 
 def _catalog(server: dict[str, Any]) -> str | None:

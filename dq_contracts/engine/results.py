@@ -18,7 +18,7 @@ from typing import Any, Iterable
 from dq_contracts.engine.verdicts import Unmeasurable
 from dq_contracts.odcs.partitions import PartitionKeyError
 from dq_contracts.odcs.paths import clause_location
-from dq_contracts.odcs.plans import CheckPlan, ContractPlan, ObjectPlan, Severity
+from dq_contracts.odcs.plans import CheckPlan, ClauseAt, ContractPlan, ObjectPlan, Severity
 
 
 class Status(StrEnum):
@@ -66,6 +66,8 @@ class CheckResult:
     line: int | None = None
     where: str = ""  # the clause's dotted path, as people read it
     dimension: str | None = None
+    # every clause the check answers (a compound key: each column's primaryKey), the first being `clause`
+    answers: tuple[ClauseAt, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.message and self.error:  # a result built without its plan still says what went wrong
@@ -81,9 +83,20 @@ class CheckResult:
         made without its contract."""
         return clause_location(self.file, self.line, self.where or self.clause) if self.file else self.clause
 
+    @property
+    def clauses(self) -> list[str]:
+        """Every clause pointer it answers, `clause` first."""
+        return [a.pointer for a in self.answers] or [self.clause]
+
+    @property
+    def locations(self) -> list[str]:
+        """Where a person finds each clause it answers, `location` first."""
+        return [a.location(self.file) for a in self.answers] or [self.location]
+
     def to_json(self) -> dict[str, Any]:
         return {
-            "asset_key": list(self.asset_key), "name": self.name, "clause": self.clause, "kind": self.kind,
+            "asset_key": list(self.asset_key), "name": self.name, "clause": self.clause,
+            "clauses": self.clauses, "locations": self.locations, "kind": self.kind,
             "passed": self.passed, "severity": self.severity, "observed": _jsonable(self.observed),
             "threshold": self.threshold, "unit": self.unit, "row_count": self.row_count,
             "error": self.error, "message": self.message, "sql": self.sql,
@@ -98,7 +111,7 @@ def result_of(contract: ContractPlan, obj: ObjectPlan, check: CheckPlan, **kwarg
     return CheckResult(contract.id, contract.version, obj.asset_key, obj.name, check.name, check.clause,
                        check.kind, check.severity, threshold=check.threshold_text(), unit=check.unit,
                        file=contract.file, line=check.line, where=check.where, dimension=check.dimension,
-                       **kwargs)
+                       answers=check.answers, **kwargs)
 
 
 def _jsonable(value: Any) -> Any:

@@ -16,9 +16,10 @@ from typing import Any, Iterable
 from croniter import croniter
 
 from dq_contracts.odcs.partitions import DECLARATION, partition_columns, read_declaration
-from dq_contracts.odcs.paths import pointer
+from dq_contracts.odcs.paths import parts_of, pointer
 from dq_contracts.odcs.plans import (
     CheckPlan,
+    ClauseAt,
     ColumnPlan,
     Condition,
     ContractPlan,
@@ -107,7 +108,7 @@ def compile_contract(validated: ValidatedContract, folder: FolderIndex | None = 
         if isinstance(sla, dict):
             _compile_sla(ctx, out, si, sla)
     _compile_rule_schedules(ctx, out)
-    _merge_rewrites(validated, out)
+    _merge_rewrites(validated, ctx, out)
     return _contract_plan(validated, ctx, out), ctx.problems
 
 
@@ -224,7 +225,13 @@ def _compile_rule_schedules(ctx: _Compiling, out: _Compiled) -> None:
                                               ((object_name, check.clause),)))
 
 
-def _merge_rewrites(validated: ValidatedContract, out: _Compiled) -> None:
+def _clause_at(ctx: _Compiling, parts: list) -> ClauseAt:
+    """A clause a check answers, with its line and named path in the document as written."""
+    at, line, _, where, _ = ctx.place(parts)
+    return ClauseAt(at, line, where)
+
+
+def _merge_rewrites(validated: ValidatedContract, ctx: _Compiling, out: _Compiled) -> None:
     """v3.0 rewrites that merged two clauses into one: the check answers for both."""
     for rewrite in validated.rewrites:
         if not rewrite.merged:
@@ -232,7 +239,7 @@ def _merge_rewrites(validated: ValidatedContract, out: _Compiled) -> None:
         for checks in out.check_index.values():
             for i, check in enumerate(checks):
                 if rewrite.pointer in check.clauses:
-                    checks[i] = replace(check, clauses=(*check.clauses, rewrite.merged))
+                    checks[i] = replace(check, answers=(*check.answers, _clause_at(ctx, parts_of(rewrite.merged))))
                     break
             else:
                 continue
@@ -339,15 +346,15 @@ def _with_primary_key(obj: dict, object_name: str, base: list, ctx: _Compiling,
     keyed.sort(key=lambda item: (item[1].get("primaryKeyPosition", -1) in (-1, None),
                                  item[1].get("primaryKeyPosition") or 0, item[0]))
     first = [*base, "properties", keyed[0][0], "primaryKey"]
-    pointers = tuple(pointer([*base, "properties", pi, "primaryKey"]) for pi, _ in keyed)
+    answers = tuple(_clause_at(ctx, [*base, "properties", pi, "primaryKey"]) for pi, _ in keyed)
     columns = [str(p.get("physicalName") or p.get("name")) for _, p in keyed]
     names = [str(p.get("name")) for _, p in keyed]
     single = len(keyed) == 1
     return [*checks, CheckPlan(
         name=f"{dagster_name(names[0])}__primary_key" if single else "primary_key",
         kind="primary_key",
-        clause=pointers[0],
-        clauses=pointers,
+        clause=answers[0].pointer,
+        answers=answers,
         object=object_name,
         property=names[0] if single else None,
         severity=Severity.ERROR,

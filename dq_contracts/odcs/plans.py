@@ -12,6 +12,7 @@ from typing import Any, Callable
 from dq_contracts.odcs.check_kinds import CHECK_KINDS, reach_of
 from dq_contracts.odcs.params import Params
 from dq_contracts.odcs.partitions import PartitionPlan
+from dq_contracts.odcs.paths import clause_location
 from dq_contracts.odcs.servers import servers_handling
 
 
@@ -76,9 +77,23 @@ def params_for(kind: str, given: Mapping[str, Any]) -> Params:
     return CHECK_KINDS[kind].params(**given)
 
 
+@dataclass(frozen=True, slots=True)
+class ClauseAt:
+    """One clause a check answers: its pointer, and where a person finds it (line, named path)."""
+
+    pointer: str
+    line: int | None = None
+    where: str = ""
+
+    def location(self, file: str) -> str:
+        """`contracts/orders.odcs.yaml:42 schema.orders.properties…`; the pointer alone without a file."""
+        return clause_location(file, self.line, self.where or self.pointer) if file else self.pointer
+
+
 @dataclass(frozen=True)
 class CheckPlan:
-    """One Dagster asset check: one ODCS clause (or, for a compound key, the clauses it joins)."""
+    """One Dagster asset check: one ODCS clause (or, for a compound key or a merged v3.0 rewrite,
+    every clause it answers: `answers`)."""
 
     name: str
     kind: str  # not_null, unique, primary_key, range, length, pattern, accepted_values, …
@@ -91,14 +106,26 @@ class CheckPlan:
     unit: str = "rows"  # rows or percent (of all rows)
     dimension: str | None = None
     params: Params = field(default_factory=Params)  # what the engine needs for this kind (a dict is typed here, by its row)
-    clauses: tuple[str, ...] = ()  # every clause pointer this check enforces (starts with `clause`)
     rule_name: str | None = None
     line: int | None = None  # the clause's line in its file
     where: str = ""  # the clause's dotted path (schema.orders.properties.order_total.…), as people read it
+    # every clause this check answers, the first being `clause` (at `line`, `where`); by default that one
+    answers: tuple[ClauseAt, ...] = ()
 
     def __post_init__(self) -> None:
+        if not self.answers:
+            object.__setattr__(self, "answers", (ClauseAt(self.clause, self.line, self.where),))
         if not isinstance(self.params, CHECK_KINDS[self.kind].params):
             object.__setattr__(self, "params", params_for(self.kind, self.params or {}))
+
+    @property
+    def clauses(self) -> tuple[str, ...]:
+        """Every clause pointer this check answers (starts with `clause`)."""
+        return tuple(a.pointer for a in self.answers)
+
+    def locations(self, file: str) -> list[str]:
+        """Where a person finds each clause it answers, first the one it is named for."""
+        return [a.location(file) for a in self.answers]
 
     @property
     def blocking(self) -> bool:
@@ -246,6 +273,7 @@ class ContractPlan:
                     "name": c.name,
                     "clause": c.clause,
                     "clauses": list(c.clauses),
+                    "locations": c.locations(self.file),
                     "kind": c.kind,
                     "property": c.property,
                     "severity": c.severity,

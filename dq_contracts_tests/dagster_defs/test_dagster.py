@@ -157,8 +157,31 @@ def test_checks_only_job_on_external_tables_records_every_clause(in_demo_dir):
     assert metadata["dq_contracts/kind"].value == "duplicate_values" and metadata["dq_contracts/severity"].value == "ERROR"
     assert re.search(r"GROUP BY .*payment_id.*HAVING", metadata["dq_contracts/sql"].value, re.S)  # its own query
     assert metadata["dq_contracts/samples"].value == ["P00041"]
-    # card_last4 is classified restricted: a failure there would never show values
-    assert "dq_contracts/samples" not in evaluations["card_last4__pattern"].metadata
+
+
+def test_a_failing_check_on_a_classified_column_shows_none_of_its_values(in_demo_dir, tmp_path):
+    """customers.email is classified pii and its format check fails (one 'not-an-email'): no value of
+    the column in the evaluation's metadata or description, nor anywhere in the instance's storage
+    (event log, compute logs); segment is not classified, and its failure shows its sample."""
+    defs = build_contract_defs(in_demo_dir)
+    home = tmp_path / "home"
+    home.mkdir()
+    with dg.DagsterInstance.local_temp(str(home)) as instance:
+        result = run_checks(defs, dg.AssetSelection.checks_for_assets(dg.AssetKey("customers")), instance=instance)
+        evaluations = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    email, segment = evaluations["email__format"], evaluations["segment__accepted_values"]
+    assert not email.passed and email.metadata["dq_contracts/observed"].value == 1  # a failure: samples were due
+    assert "dq_contracts/samples" not in email.metadata
+    assert not segment.passed and segment.metadata["dq_contracts/samples"].value == ["vip"]
+
+    def shown(evaluation):
+        return json.dumps([evaluation.description, {k: str(v) for k, v in evaluation.metadata.items()}])
+
+    stored = b"".join(p.read_bytes() for p in home.rglob("*") if p.is_file())
+    assert "vip" in shown(segment) and b"vip" in stored  # where a value is shown, these searches find it
+    for value in ("not-an-email", "@example.com"):  # the failing value, and every other value of the column
+        assert value not in shown(email), value
+        assert value.encode() not in stored, value
 
 
 def test_the_demo_materialises_and_fails_exactly_the_documented_clauses(tmp_path, monkeypatch):

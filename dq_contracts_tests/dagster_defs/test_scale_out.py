@@ -1,4 +1,5 @@
-"""Each schema object's checks are one op, so Dagster's multiprocess executor runs them side by side."""
+"""Each schema object's checks are one op, so Dagster's multiprocess executor runs each in a process
+of its own, side by side as far as its concurrency allows."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from dq_contracts_tests.support import DEMO_CHECKS, REPO, demo_shop
 from dq_contracts_tests.support import DOCUMENTED
 
 
-def test_the_multiprocess_executor_runs_the_demo_checks_in_parallel(tmp_path, monkeypatch):
+def test_the_multiprocess_executor_runs_each_objects_checks_in_a_process_of_its_own(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     contracts = demo_shop(tmp_path)
     (tmp_path / "home").mkdir()
@@ -26,21 +27,13 @@ def test_the_multiprocess_executor_runs_the_demo_checks_in_parallel(tmp_path, mo
                    if not e.passed}
         assert failing == DOCUMENTED
         records = instance.all_logs(result.run_id)
-    steps = {}
+    pids: dict[str, set] = {}
     for record in records:
         event = record.dagster_event
-        if event is None or not event.step_key:
-            continue
-        span = steps.setdefault(event.step_key, {"pids": set()})
-        if event.event_type_value == "STEP_START":
-            span["start"] = record.timestamp
-            span["pids"].add(event.pid)
-        if event.event_type_value in ("STEP_SUCCESS", "STEP_FAILURE"):
-            span["end"] = record.timestamp
-    # one op per schema object, and one per object with relationships (they wait for what they read)
-    assert len(steps) == 6
-    pids = set().union(*(s["pids"] for s in steps.values()))
-    assert len(pids) == 6 and None not in pids  # each op started in a process of its own
-    # at least two ops were running at the same moment
-    overlaps = max(sum(1 for s in steps.values() if s["start"] <= t["start"] < s["end"]) for t in steps.values())
-    assert overlaps >= 2, steps
+        if event is not None and event.step_key and event.event_type_value == "STEP_START":
+            pids.setdefault(event.step_key, set()).add(event.pid)
+    # one op per schema object, and one per object with relationships (they wait for what they read),
+    # each started in a process of its own; how many run at once is the executor's setting (no
+    # wall-clock overlap is asserted: on a loaded machine two short steps may simply not meet)
+    assert len(pids) == 6
+    assert len(set().union(*pids.values())) == 6 and all(None not in p for p in pids.values())

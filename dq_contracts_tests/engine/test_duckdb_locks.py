@@ -4,9 +4,9 @@ meets a check run (the automation sensor's, while "Materialize all" rebuilds the
 
 from __future__ import annotations
 
+import select
 import subprocess
 import sys
-import time
 
 import sqlalchemy as sa
 
@@ -19,6 +19,8 @@ import sys, time, duckdb
 connection = duckdb.connect(sys.argv[1], read_only=sys.argv[2] == "read")
 print("holding", flush=True)
 time.sleep(float(sys.argv[3]))
+connection.close()
+print("released", flush=True)
 """
 
 
@@ -29,6 +31,11 @@ def hold(path, mode: str, seconds: float) -> subprocess.Popen:
     return process
 
 
+def released(process: subprocess.Popen) -> bool:
+    """Whether the holder has let go of the file by now (said so on its stdout), without waiting."""
+    return bool(select.select([process.stdout], [], [], 0)[0]) and process.stdout.readline().strip() == "released"
+
+
 def test_a_check_waits_for_a_file_another_process_writes(tmp_path):
     database = duckdb_with(tmp_path / "w.duckdb", "CREATE TABLE t (a INTEGER)", "INSERT INTO t VALUES (1), (2)")
     plan, _ = plan_of(tmp_path, {"apiVersion": "v3.1.0", "kind": "DataContract", "id": "l", "version": "1.0.0",
@@ -37,14 +44,14 @@ def test_a_check_waits_for_a_file_another_process_writes(tmp_path):
                                  "schema": [{"name": "t", "properties": [{"name": "a", "logicalType": "integer",
                                                                           "unique": True}]}]})
     writer = hold(database, "write", 2)
-    started = time.monotonic()
     try:
         with Warehouses() as warehouses:
             results = run_contract(plan, warehouses)
+        let_go = released(writer)  # the check could only read once the writer had let go
     finally:
         writer.wait()
     assert [(r.name, r.passed, r.error) for r in results if r.name == "a__unique"] == [("a__unique", True, None)]
-    assert time.monotonic() - started >= 1  # it waited for the writer, and did not fail at once
+    assert let_go  # it waited for the writer, and did not fail at once
 
 
 def test_the_demo_writer_waits_for_a_check_that_reads_the_file(tmp_path):
@@ -53,8 +60,10 @@ def test_the_demo_writer_waits_for_a_check_that_reads_the_file(tmp_path):
     reader = hold(database, "read", 2)
     try:
         written = write_tables(database, ["orders"])
+        let_go = released(reader)  # the writer could only write once the reader had let go
     finally:
         reader.wait()
+    assert let_go
     engine = sa.create_engine(f"duckdb:///{database}")
     with engine.connect() as c:
         assert c.exec_driver_sql("SELECT count(*) FROM analytics.orders").scalar() == written["orders"]

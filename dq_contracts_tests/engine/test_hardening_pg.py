@@ -124,9 +124,24 @@ def hostile_contract(cluster) -> dict:
     }
 
 
+def others_gone(engine, seconds: float = 30) -> None:
+    """Wait until every other client backend has exited: a backend flushes its statistics as it exits,
+    before it leaves pg_stat_activity, so then the counters hold everything they did (the engines of
+    the test and of the checks have no pool, or are disposed by then)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        with engine.connect() as c:
+            others = c.exec_driver_sql("SELECT COUNT(*) FROM pg_stat_activity WHERE backend_type = 'client backend' "
+                                       "AND pid <> pg_backend_pid()").scalar()
+        if others == 0:
+            return
+        assert time.monotonic() < deadline, f"{others} other backend(s) still connected after {seconds} s"
+        time.sleep(0.05)
+
+
 def table_stats(engine) -> dict:
     """Rows, tables and PostgreSQL's own write counters: what an attack would change."""
-    time.sleep(1.2)  # other backends flush their statistics at most once a second
+    others_gone(engine)
     with engine.connect() as c:
         c.exec_driver_sql("SELECT pg_stat_clear_snapshot()")
         writes = {row[0]: tuple(row[1:]) for row in c.exec_driver_sql(

@@ -5,8 +5,6 @@ The clause matrix and the kind cases run here too (test_engine.py, test_kind_cas
 
 from __future__ import annotations
 
-import time
-
 import pytest
 import sqlalchemy as sa
 
@@ -94,11 +92,10 @@ def test_the_session_could_undo_read_only_so_the_select_only_user_is_what_holds(
 def test_a_slow_statement_is_cancelled_by_the_server_at_the_timeout(database):
     _, reader = database
     engine = checks_engine(reader)
-    started = time.monotonic()
+    # SLEEP(30) that ran to its end would return 0, not raise: the server stopped it (ER_STATEMENT_TIMEOUT)
     with pytest.raises(StatementTimeout, match="1 s statement timeout"):
         Session(engine, 1).run(lambda c: c.exec_driver_sql("SELECT SLEEP(30)").scalar())
-    assert time.monotonic() - started < 10
-    # the server stopped it (ER_STATEMENT_TIMEOUT), no timer of ours: the next session runs at once
+    # no timer of ours is left behind: the next session runs
     assert Session(engine, 1).run(lambda c: c.exec_driver_sql("SELECT 1").scalar()) == 1
     engine.dispose()
 
@@ -114,10 +111,8 @@ def test_a_contracts_slow_rule_fails_at_the_timeout_and_the_others_still_report(
     doc = contract(mysql_server(reader), [{"name": "a", "logicalType": "integer", "required": True}],
                    [{"type": "sql", "name": "slow", "query": SLOW, "mustBe": 0}])
     plan, _ = plan_of(tmp_path, doc)
-    started = time.monotonic()
     with Warehouses(mysql_env(reader)) as warehouses:
         results = {r.name: r for r in run_contract(plan, warehouses, timeout_seconds=1)}
-    assert time.monotonic() - started < 30
     assert not results["slow"].passed and "timeout" in results["slow"].error.lower(), results["slow"].error
     assert results["a__not_null"].passed
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -25,9 +24,7 @@ def bad_folder(tmp_path):
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_each_bad_file_gives_its_problem(bad_folder, name):
-    started = time.monotonic()
     result = load_contracts([bad_folder / name])
-    assert time.monotonic() - started < 10
     expected = CASES[name][1]
     assert any(expected in p.message for p in result.errors), [p.render() for p in result.problems]
     assert all(p.file.endswith(name) for p in result.problems)

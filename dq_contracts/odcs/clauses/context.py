@@ -54,7 +54,6 @@ class Clause:
             name=dagster_name(str(explicit)) if explicit else default,
             kind=kind,
             clause=self.pointer,
-            clauses=(self.pointer,),
             object=self.object_name,
             property=self.property_name,
             severity=severity or (severity_of(rule) if rule else Severity.ERROR),
