@@ -15,8 +15,9 @@ The rules, each holding for any input:
 | node types           | every node's type is on `ALLOWED_NODES`; any other type (writes, locks, SET,     |
 |                      | PRAGMA, COPY, ATTACH, attribute notation `(t).f`, custom operators, `@@`…) is    |
 |                      | refused, whatever sqlglot calls it                                              |
-| functions            | every call (`exp.Func`) is named on `ALLOWED_FUNCTIONS`; no function is a table  |
-|                      | source (`FROM f(…)`)                                                            |
+| functions            | every call (`exp.Func`) is a read-only function of the dialect (sql_functions:   |
+|                      | DuckDB's and PostgreSQL's own catalogs, else `ALLOWED_FUNCTIONS`), by the name  |
+|                      | the rendered SQL calls; no function but a number generator is a table source    |
 | casts                | a cast's target type is on `ALLOWED_TYPES` (no `regclass`, `regproc`, `xml`…)     |
 | tables               | a table is a CTE of the query, the contract's own object, another object of the  |
 |                      | contract on that server, or a name the operator allowed; nothing else (no other  |
