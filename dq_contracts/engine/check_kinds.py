@@ -30,7 +30,7 @@ from dq_contracts.engine.sql import (
 )
 from dq_contracts.engine.dialects import READERS, MissingTable, dialect_of, rule_refusal
 from dq_contracts.engine.schema_check import differences
-from dq_contracts.odcs.sqlrender import render as render_rule, tables_read
+from dq_contracts.odcs.sqlrender import render as render_rule
 from dq_contracts.odcs.sqlrules import judge_sql_rule
 from dq_contracts.engine import sentences as say
 from dq_contracts.engine.results import CheckResult, unevaluated
@@ -364,11 +364,9 @@ def _rule_statement(check: CheckPlan, checked: CheckedObject) -> sa.TextClause:
     partition = None
     if checked.partition is not None and verdict.partitioned:
         partition = partition_condition(checked.partition, checked.preparer.dialect)
-    reader_of = None
-    if hasattr(checked.files, "attach"):  # a lake's tables: registered by name for the statements naming them
-        for name in tables_read(verdict):
-            checked.other_table(name, [])
-    elif checked.files is not None:  # a file server's: each table is its reader's scan of its own files
+    reader_of = None  # a lake's tables have names (engine/lake.py registers them)
+    if checked.files is not None and not hasattr(checked.files, "attach"):
+        # a file server's: each table is its reader's scan of its own files
         files = checked.files
         reader_of = lambda name: (READERS[files.format], files.path_of(name))  # noqa: E731
     rendered = render_rule(verdict, lambda name: qualified_parts(name, checked.schema), partition, reader_of)

@@ -107,19 +107,3 @@ def render(verdict: SqlVerdict, parts_of: Callable[[str], list[str]], partition:
     types = {BIND + k: v for k, v in (partition[3] if partition else {}).items()}
     return Rendered(run, shown, values, types)
 
-
-def tables_read(verdict: SqlVerdict) -> list[str]:
-    """The physical names of the contract's tables a checked rule reads (not its CTEs)."""
-    from sqlglot import exp
-
-    ctes = {cte.alias_or_name.lower() for cte in verdict.tree.find_all(exp.CTE)}
-    names = []
-    for node in verdict.tree.find_all(exp.Table):
-        if isinstance(node.this, exp.Identifier):
-            name = ".".join(p.name for p in (node.args.get("catalog"), node.args.get("db"), node.this)
-                            if p is not None).lower()
-            if name == _OBJECT:
-                names.append(verdict.own)
-            elif name not in ctes:
-                names.append(verdict.names.get(name, name))
-    return list(dict.fromkeys(names))

@@ -332,11 +332,11 @@ def dialect_rules(warehouse):
 
 
 @pytest.mark.parametrize("n", range(len(DIALECT_RULES)), ids=[r[0] for r in DIALECT_RULES])
-def test_a_rule_of_the_dialects_own_read_only_functions_runs(warehouse, dialect_rules, n):
+def test_a_rule_of_the_dialects_own_read_only_functions_runs(warehouse, request, n):
     _, dialect, query, must, observed = DIALECT_RULES[n]
     if dialect != warehouse.name:
         pytest.skip(f"a rule of {dialect}'s functions")
-    result = dialect_rules[f"d{n}"]
+    result = request.getfixturevalue("dialect_rules")[f"d{n}"]
     assert result.error is None, result.error
     assert result.observed == observed and result.passed is (observed == must)
 
