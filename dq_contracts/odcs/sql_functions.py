@@ -124,7 +124,10 @@ def call_refusal(call: Any, dialect: str | None) -> str | None:
             return None
         return (f"the query calls {name}(), which is not on the allow-list of read-only functions "
                 f"({', '.join(FUNCTION_FAMILIES)})")
-    called = called_name(call, dialect)
+    try:
+        called = called_name(call, dialect)
+    except Exception:  # sqlglot cannot render some odd calls (a DATE() of nothing): nothing to run
+        return f"the query's {name}() cannot be rendered as {dialect} SQL"
     if called is None:  # an operator or literal sqlglot renders for a form it knows
         return None if name in ALLOWED_FUNCTIONS | OPERATOR_FORMS else (
             f"the query uses {name}, which is not a read-only form the judge knows")
