@@ -28,7 +28,7 @@ from dq_contracts.engine.sql import (
     qualified_parts,
     render,
 )
-from dq_contracts.engine.dialects import MissingTable, dialect_of, rule_refusal
+from dq_contracts.engine.dialects import READERS, MissingTable, dialect_of, rule_refusal
 from dq_contracts.engine.schema_check import differences
 from dq_contracts.odcs.sqlrender import render as render_rule
 from dq_contracts.odcs.sqlrules import judge_sql_rule
@@ -354,8 +354,6 @@ def rule_tables(check: CheckPlan, obj: ObjectPlan) -> dict[str, dict[str, bool]]
 def _rule_statement(check: CheckPlan, checked: CheckedObject) -> sa.TextClause:
     """A contract's SELECT, judged again as a tree in this server's dialect and run as that tree
     rendered: names quoted as nodes, `{partition}` a predicate of bound, typed values."""
-    if checked.files is not None and not hasattr(checked.files, "attach"):  # a lake's tables have names
-        raise Unmeasurable("SQL rules are not run on file servers: `{object}` has no table name to stand for")
     refusal = rule_refusal(checked.dialect, checked.vouched)
     if refusal:
         raise Unmeasurable(f"not run: {refusal}")
@@ -366,7 +364,12 @@ def _rule_statement(check: CheckPlan, checked: CheckedObject) -> sa.TextClause:
     partition = None
     if checked.partition is not None and verdict.partitioned:
         partition = partition_condition(checked.partition, checked.preparer.dialect)
-    rendered = render_rule(verdict, lambda name: qualified_parts(name, checked.schema), partition)
+    reader_of = None  # a lake's tables have names (engine/lake.py registers them)
+    if checked.files is not None and not hasattr(checked.files, "attach"):
+        # a file server's: each table is its reader's scan of its own files
+        files = checked.files
+        reader_of = lambda name: (READERS[files.format], files.path_of(name))  # noqa: E731
+    rendered = render_rule(verdict, lambda name: qualified_parts(name, checked.schema), partition, reader_of)
     statement = sa.text(rendered.sql).bindparams(*(sa.bindparam(name, value, type_=rendered.types.get(name))
                                                    for name, value in rendered.values.items()))
     statement.dq_shown = rendered.shown  # what people read: the same tree, values as literals

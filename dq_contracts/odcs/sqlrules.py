@@ -15,8 +15,9 @@ The rules, each holding for any input:
 | node types           | every node's type is on `ALLOWED_NODES`; any other type (writes, locks, SET,     |
 |                      | PRAGMA, COPY, ATTACH, attribute notation `(t).f`, custom operators, `@@`…) is    |
 |                      | refused, whatever sqlglot calls it                                              |
-| functions            | every call (`exp.Func`) is named on `ALLOWED_FUNCTIONS`; no function is a table  |
-|                      | source (`FROM f(…)`)                                                            |
+| functions            | every call (`exp.Func`) is a read-only function of the dialect (sql_functions:   |
+|                      | DuckDB's and PostgreSQL's own catalogs, else `ALLOWED_FUNCTIONS`), by the name  |
+|                      | the rendered SQL calls; no function but a number generator is a table source    |
 | casts                | a cast's target type is on `ALLOWED_TYPES` (no `regclass`, `regproc`, `xml`…)     |
 | tables               | a table is a CTE of the query, the contract's own object, another object of the  |
 |                      | contract on that server, or a name the operator allowed; nothing else (no other  |
@@ -41,6 +42,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from dq_contracts.odcs.servers import sqlglot_dialect
+from dq_contracts.odcs.sql_functions import (  # noqa: F401  (the allow-list's names, as before)
+    ALLOWED_FUNCTIONS, FUNCTION_FAMILIES, GENERATORS, call_refusal, sqlglot_name)
 
 _PLACEHOLDER = re.compile(r"\$?\{([A-Za-z_][A-Za-z0-9_]*)\}")
 TABLE_PLACEHOLDERS = {"object", "table", "model"}
@@ -48,51 +51,6 @@ COLUMN_PLACEHOLDERS = {"property", "column", "field"}
 PARTITION_PLACEHOLDER = "partition"  # `{partition}`: the rows of the partition checked; TRUE for the whole table
 RESERVED = "dq_placeholder_"  # the names placeholders and bound values take in the tree: never in a query
 _OBJECT, _PROPERTY, _PARTITION = RESERVED + "object", RESERVED + "property", RESERVED + "partition"
-
-# The allow-list: the function families a data-quality rule needs, all read-only and local to the
-# rows they are given. Anything else is refused: functions that run SQL given as text
-# (query_to_xml, query), touch files or the network (read_csv, pg_read_file, dblink), the session
-# (set_config), locks, statistics, sequences, large objects, and every name not listed here.
-FUNCTION_FAMILIES: dict[str, set[str]] = {
-    "aggregate": {"count", "count_if", "countif", "sum", "avg", "mean", "min", "max", "median", "mode", "stddev",
-                  "stddev_pop", "stddev_samp", "variance", "var_pop", "var_samp", "variance_pop", "variance_samp",
-                  "bool_and", "bool_or", "logical_and", "logical_or", "every", "any_value", "approx_distinct",
-                  "approx_count_distinct", "group_concat", "string_agg", "listagg", "array_agg", "percentile_cont",
-                  "percentile_disc", "quantile", "quantile_cont", "quantile_disc", "corr", "covar_pop",
-                  "covar_samp", "first", "last", "arg_max", "arg_min", "argmax", "argmin", "max_by", "min_by",
-                  "approx_quantile", "sum_if", "avg_if", "filter"},
-    "string": {"lower", "upper", "length", "char_length", "character_length", "octet_length", "bit_length",
-               "trim", "ltrim", "rtrim", "btrim", "substring", "substr", "left", "right", "replace", "concat",
-               "concat_ws", "dpipe", "position", "strpos", "str_position", "instr", "split_part", "reverse",
-               "repeat", "lpad", "rpad", "pad", "initcap", "starts_with", "startswith", "ends_with", "endswith",
-               "contains", "regexp_like", "regexp_ilike", "regexp_matches", "regexp_replace", "regexp_extract",
-               "regexp_full_match", "regexp_count", "regexp_substr", "like", "ilike", "md5", "sha256", "ascii",
-               "chr", "translate", "to_char", "format", "printf", "unicode", "strlen", "len", "levenshtein",
-               "split", "string_split", "string_to_array"},
-    "math": {"abs", "round", "floor", "ceil", "ceiling", "mod", "power", "pow", "sqrt", "cbrt", "ln", "log",
-             "log10", "log2", "exp", "greatest", "least", "sign", "trunc", "truncate", "div", "intdiv", "safe_divide",
-             "pi", "degrees", "radians", "isnan", "isinf", "is_nan", "is_inf"},
-    "date and time": {"date_trunc", "timestamp_trunc", "datetime_trunc", "time_trunc", "date_part", "datepart",
-                      "extract", "now", "current_date", "current_timestamp", "current_time", "current_datetime",
-                      "localtimestamp", "localtime", "age", "datediff", "date_diff", "timestamp_diff",
-                      "timestampdiff", "datetime_diff", "date_add", "date_sub", "dateadd", "timestamp_add",
-                      "timestamp_sub", "ts_or_ds_add", "ts_or_ds_diff", "to_date", "to_timestamp", "str_to_time",
-                      "str_to_date", "time_to_str", "time_str_to_time", "time_str_to_date", "ts_or_ds_to_date",
-                      "strftime", "strptime", "make_date", "make_timestamp", "epoch", "epoch_ms", "unix_to_time",
-                      "time_to_unix", "date", "day", "dayofweek", "dayofmonth", "dayofyear", "week", "weekofyear",
-                      "month", "quarter", "year", "hour", "minute", "second", "last_day", "date_from_parts",
-                      "justify_interval", "make_interval", "to_days", "to_hours", "to_minutes", "to_seconds"},
-    "cast and condition": {"cast", "try_cast", "trycast", "coalesce", "nullif", "case", "if", "iff", "ifnull",
-                           "nvl", "nvl2", "try", "typeof", "is_null", "between", "in", "isnull"},
-    "window": {"row_number", "rank", "dense_rank", "lag", "lead", "first_value", "last_value", "nth_value",
-               "ntile", "percent_rank", "cume_dist"},
-    "generator": {"range", "generate_series", "exploding_generate_series", "unnest", "explode"},
-    "logic and JSON": {"and", "or", "xor", "not", "exists", "collate", "json_extract", "json_extract_scalar",
-                       "jsonb_extract", "jsonb_extract_scalar", "jsonb_contains", "json_array_contains",
-                       "array_contains", "array_position", "array_length", "array_size", "list_contains",
-                       "cardinality"},
-}
-ALLOWED_FUNCTIONS = set().union(*FUNCTION_FAMILIES.values())
 
 # Every node type (other than calls, judged by name above) a rule's tree may hold: the shapes of a
 # read, its predicates and arithmetic. A type not listed is refused, whatever it is.
@@ -104,6 +62,7 @@ ALLOWED_NODES = (
     "EQ", "NEQ", "GT", "GTE", "LT", "LTE", "NullSafeEQ", "NullSafeNEQ", "Is", "In", "Between", "Like", "ILike",
     "Escape", "Add", "Sub", "Mul", "Div", "Mod", "IntDiv", "DPipe", "Case", "DataType", "DataTypeParam", "Interval",
     "Var", "TableSample", "Window", "WindowSpec", "Filter", "Exists", "Any", "All", "Tuple",
+    "Bracket", "Lambda",  # a subscript `l[1]`; `x -> x > 1` (its variables are names, not columns; its body is judged as the rest)
 )
 # Cast targets: plain value types. Not the types whose input function looks names up or parses
 # documents (regclass, regproc, xml, json paths…), nor user-defined ones.
@@ -111,7 +70,7 @@ ALLOWED_TYPES = (
     "BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINT", "UBIGINT",
     "FLOAT", "DOUBLE", "DECIMAL", "BIGDECIMAL", "MONEY", "CHAR", "NCHAR", "VARCHAR", "NVARCHAR", "TEXT", "NAME",
     "DATE", "TIME", "TIMETZ", "TIMESTAMP", "TIMESTAMPTZ", "TIMESTAMPLTZ", "TIMESTAMP_S", "TIMESTAMP_MS",
-    "TIMESTAMP_NS", "DATETIME", "INTERVAL", "UUID",
+    "TIMESTAMP_NS", "DATETIME", "INTERVAL", "UUID", "ARRAY", "LIST",  # a list or array of these types
 )
 CLASSIFIED_FORMS = "COUNT(c), COUNT(DISTINCT c) and c IS [NOT] NULL"
 
@@ -185,7 +144,7 @@ def judge_sql_rule(query: str, *, dialect: str | None, own: str, column: str | N
     lowered.setdefault(own.lower(), {})
     if column is not None:
         lowered[own.lower()].setdefault(column.lower(), False)
-    checker = _Checker(root, own.lower(), column, lowered, {t.lower() for t in allowed_tables})
+    checker = _Checker(root, own.lower(), column, lowered, {t.lower() for t in allowed_tables}, dialect or None)
     why = checker.refusal()
     if why:
         return dataclasses.replace(refused(why), undeclared=checker.undeclared)
@@ -354,20 +313,17 @@ def _parsed(text: str, dialect: str | None) -> Any:
     return root
 
 
-def _name(call: Any) -> str:
-    from sqlglot import exp
-
-    return (call.name if isinstance(call, exp.Anonymous) else call.sql_name()).lower()
+_name = sqlglot_name
 
 
 class _Checker:
     """Every node of one tree against the rules of the module's table."""
 
     def __init__(self, root: Any, own: str, column: str | None, tables: dict[str, dict[str, bool]],
-                 allowed: set[str]):
+                 allowed: set[str], dialect: str | None = None):
         from sqlglot import exp
 
-        self.exp, self.root, self.own, self.column = exp, root, own, column
+        self.exp, self.root, self.own, self.column, self.dialect = exp, root, own, column, dialect
         self.tables, self.allowed = tables, allowed
         self.ctes = {cte.alias_or_name.lower() for cte in root.find_all(exp.CTE)}
         # the names the query itself defines: output aliases, CTE and derived-table column lists
@@ -389,7 +345,7 @@ class _Checker:
     def table_of(self, node: Any) -> str | None:
         """The contract table a table node reads, or None for a CTE; _Refused for anything else."""
         exp = self.exp
-        if isinstance(node.this, exp.Func) and _name(node.this) in FUNCTION_FAMILIES["generator"]:
+        if isinstance(node.this, exp.Func) and _name(node.this) in GENERATORS:
             # numbers made of checked expressions: no data read; its column is named after it or its alias
             self.derived(node.alias, node.args.get("alias"), [node.alias, _name(node.this)])
             return None
@@ -435,13 +391,14 @@ class _Checker:
         parent = node.parent
         if isinstance(node, exp.Func):
             name = _name(node)
-            if name not in ALLOWED_FUNCTIONS:
-                raise _Refused(f"the query calls {name}(), which is not on the allow-list of read-only functions "
-                               f"({', '.join(FUNCTION_FAMILIES)})")
-            if isinstance(parent, (exp.From, exp.Join, exp.Table)) and name not in FUNCTION_FAMILIES["generator"]:
+            why = call_refusal(node, self.dialect)
+            if why:
+                raise _Refused(why)
+            if isinstance(parent, (exp.From, exp.Join, exp.Table)) and name not in GENERATORS:
                 raise _Refused(f"the query reads from {name}(), a table function; only tables of the contract "
                                "may be read")
-            if isinstance(node, (exp.Cast, exp.TryCast)) and node.to.this not in types:
+            if isinstance(node, (exp.Cast, exp.TryCast)) and any(t.this not in types
+                                                                 for t in node.to.find_all(exp.DataType)):
                 raise _Refused(f"the query casts to {node.to.sql()}, which is not a plain value type")
         elif not isinstance(node, nodes):
             raise _Refused(f"the query holds {node.key.upper()} ({node.sql()[:60]!r}), which a rule may not use")

@@ -91,15 +91,41 @@ def test_a_file_session_reads_the_server_folder_and_nothing_else(tmp_path):
     engine.dispose()
 
 
-def test_a_sql_rule_on_files_fails_with_the_reason(tmp_path):
-    contract = lake(tmp_path, "csv", "(HEADER)", "csv")
+# SQL rules on files: `{object}` is the object's scan of its files. (name, query, mustBe, what the
+# rows of ROWS give: the observed value, or a word of the refusal)
+FILE_RULES = [
+    ("no_negative_ids", "SELECT COUNT(*) FROM {object} WHERE id < 0", 0, 0),
+    ("repeated_ids", "SELECT COUNT(*) - COUNT(DISTINCT id) FROM {object}", 0, 1),
+    ("unknown_names", "SELECT COUNT(*) FROM {object} WHERE NOT list_contains(['ann', 'bob'], name)", 0, 1),
+    ("aliased", "SELECT COUNT(*) FROM {object} AS o WHERE o.id = 2", 2, 2),
+    ("qualified", "SELECT MAX({object}.id) FROM {object}", 2, 2),
+    ("in_a_cte", "WITH big AS (SELECT id FROM {object} WHERE id > 1) SELECT COUNT(*) FROM big", 1, 2),
+    ("another_file", "SELECT COUNT(*) FROM read_csv('../secret.csv')", 0, "read_csv"),
+    ("a_file_by_name", "SELECT COUNT(*) FROM '../secret.csv'", 0, "not an object of this contract"),
+]
+
+
+@pytest.mark.parametrize("fmt, options, suffix", FORMATS, ids=[f[0] for f in FORMATS])
+def test_a_sql_rule_on_files_reads_the_objects_own_files(tmp_path, fmt, options, suffix):
+    contract = lake(tmp_path, fmt, options, suffix)
+    (tmp_path / "secret.csv").write_text("password\nhunter2\n")
     doc = yaml.safe_load(contract.read_text())
-    doc["schema"][0]["quality"].append({"type": "sql", "name": "custom", "query": "SELECT 0", "mustBe": 0})
+    doc["schema"][0]["quality"] += [{"type": "sql", "name": name, "query": query, "mustBe": must}
+                                    for name, query, must, _ in FILE_RULES]
     contract.write_text(yaml.safe_dump(doc))
     proc = subprocess.run([sys.executable, "-m", "dq_contracts.cli", "check", str(contract), "--format", "json"],
-                          capture_output=True, text=True, timeout=120, check=False)
+                          cwd="/", capture_output=True, text=True, timeout=120, check=False)
+    assert "internal error" not in proc.stderr and "hunter2" not in proc.stdout + proc.stderr, proc.stderr
     results = {r["name"]: r for r in json.loads(proc.stdout)["results"]}
-    assert not results["custom"]["passed"] and "not run on file servers" in results["custom"]["error"]
+    for name, _, must, expected in FILE_RULES:
+        result = results[name]
+        if isinstance(expected, str):  # refused: another file is not the object's
+            assert not result["passed"] and result["error"].startswith("not run:"), result
+            assert expected in result["error"], result
+        else:
+            assert result["error"] is None, result
+            assert (result["observed"], result["passed"]) == (expected, expected == must), result
+            assert "read_" in result["sql"].lower(), result  # what ran: the reader's scan of the object's files
 
 
 DAYS = "(VALUES (1, DATE '2026-06-01', 5), (2, DATE '2026-06-01', 7), (3, DATE '2026-06-02', -1)) t(id, day, amount)"
@@ -109,13 +135,15 @@ PARTITIONED = {
         {"name": "id", "logicalType": "integer", "required": True},
         {"name": "day", "logicalType": "date", "partitioned": True},
         {"name": "amount", "logicalType": "integer", "logicalTypeOptions": {"minimum": 0}},
-    ], "customProperties": [{"property": "dagsterPartitions", "value": {"type": "daily", "start": "2026-06-01"}}]}],
+    ], "quality": [{"type": "sql", "name": "no_negative", "query": "SELECT COUNT(*) FROM {object} WHERE amount < 0 "
+                    "AND {partition}", "mustBe": 0}],
+        "customProperties": [{"property": "dagsterPartitions", "value": {"type": "daily", "start": "2026-06-01"}}]}],
 }
 
 
 @pytest.mark.parametrize("key, failing, rows", [
     ("2026-06-01", [], 2),
-    ("2026-06-02", ["amount__minimum"], 1),
+    ("2026-06-02", ["amount__minimum", "no_negative"], 1),
 ])
 @pytest.mark.parametrize("fmt, options, suffix", FORMATS[:2], ids=[f[0] for f in FORMATS[:2]])
 def test_a_partition_of_files_reads_its_rows_only(tmp_path, fmt, options, suffix, key, failing, rows):

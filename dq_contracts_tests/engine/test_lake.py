@@ -92,6 +92,28 @@ def test_the_clause_matrix_on_a_lake_table(fmt, rows, failing, tmp_path):
         assert {n: (r.observed, r.error) for n, r in results.items() if not r.passed} == {}
 
 
+# SQL rules on a lake table, each run alone (no other check's scan before it): (name, query, mustBe,
+# observed on GOOD, observed on BAD)
+LAKE_RULES = [
+    ("negative", "SELECT COUNT(*) FROM {object} WHERE amount < 0", 0, 0, 1),
+    ("repeated", "SELECT COUNT(id) - COUNT(DISTINCT id) FROM {object} AS o", 0, 0, 1),
+    ("unknown_kinds", "SELECT COUNT(*) FROM {object} WHERE NOT list_contains(['a', 'b'], kind)", 0, 0, 5),
+]
+
+
+@pytest.mark.parametrize("fmt", LAKES)
+@pytest.mark.parametrize("rows, column", [(GOOD, 3), (BAD, 4)], ids=["good", "bad"])
+def test_a_sql_rule_alone_reads_the_lake_table(fmt, rows, column, tmp_path):
+    server, env = write_lake(fmt, tmp_path, "t", arrow(rows))
+    quality = [{"type": "sql", "name": name, "query": query, "mustBe": must} for name, query, must, *_ in LAKE_RULES]
+    plan = plan_for(tmp_path, server, env, quality=quality)
+    engine, lake = lake_engine(server, env, tmp_path)
+    for rule in LAKE_RULES:
+        [result] = run_object(plan, plan.objects[0], engine, now=NOW, files=lake, selected=[rule[0]])
+        assert result.error is None, result.error
+        assert (result.observed, result.passed) == (rule[column], rule[column] == rule[2]), rule
+
+
 @pytest.mark.parametrize("fmt", LAKES)
 def test_versions_and_a_schema_change_are_read_from_the_table_itself(fmt, tmp_path):
     """Three versions (a write, an append, an append that adds a column): the checks read the latest,

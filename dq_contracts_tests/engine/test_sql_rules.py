@@ -29,10 +29,10 @@ ATTACKS = [
     ("attr pg_read_file", "SELECT COUNT(*) FROM {object} t WHERE t.pg_read_file = ''", "not a declared column"),
     ("attr through a subquery", "SELECT COUNT(*) FROM (SELECT 1 AS row_to_json) a, (SELECT id FROM {object}) s "
      "WHERE s.row_to_json IS NOT NULL", "not a declared column"),
-    ("whole row to_json", "SELECT LENGTH(CAST(to_json(t) AS TEXT)) FROM {object} t", "to_json"),
+    ("whole row to_json", "SELECT LENGTH(CAST(to_json(t) AS TEXT)) FROM {object} t", "to_json|as a value"),
     ("whole row cast", "SELECT MAX(LENGTH(t::text)) FROM {object} t", "as a value"),
     ("whole row count", "SELECT COUNT(t) FROM {object} t", "as a value"),
-    ("whole row ROW(t.*)", "SELECT COUNT(*) FROM {object} t WHERE ROW(t.*) IS NOT NULL", "row()"),
+    ("whole row ROW(t.*)", "SELECT COUNT(*) FROM {object} t WHERE ROW(t.*) IS NOT NULL", "row()|whole rows"),
     ("whole row t.*", "SELECT COUNT(*) FROM (SELECT t.* FROM {object} t) s", "whole rows"),
     ("select star", "SELECT * FROM {object} LIMIT 1", "whole rows"),
     # tables other than the contract's own objects
@@ -108,6 +108,25 @@ ATTACKS = [
     ("pragma", "PRAGMA enable_profiling", "SELECT"),
     ("unlisted function", "SELECT pg_sleep(0)", "pg_sleep"),
     ("set_config", "SELECT set_config('default_transaction_read_only', 'off', false)", "set_config"),
+    # refused by the engine's own catalog (odcs/sql_catalogs/): volatile, the session, the server, the catalog
+    ("volatile random()", "SELECT COUNT(*) FROM {object} WHERE random() < 2", "random()"),
+    ("sleep_ms", "SELECT COUNT(*) FROM {object} WHERE sleep_ms(10) IS NULL", "sleep_ms"),
+    ("a setting", "SELECT COUNT(*) FROM {object} WHERE current_setting('search_path') = ''", "current_setting"),
+    ("a session variable", "SELECT COUNT(*) FROM {object} WHERE getvariable('x') IS NULL", "getvariable"),
+    ("the server's files", "SELECT COUNT(*) FROM {object} WHERE pg_ls_dir('.') IS NULL", "pg_ls_dir"),
+    ("a catalog lookup by name", "SELECT COUNT(*) FROM {object} WHERE to_regclass('pg_authid') IS NOT NULL",
+     "to_regclass"),
+    ("a view's definition", "SELECT COUNT(*) FROM {object} WHERE pg_get_viewdef('v') IS NOT NULL", "pg_get_viewdef"),
+    ("SQL text as XML", "SELECT COUNT(*) FROM {object} WHERE query_to_xml('SELECT 1', true, true, '') IS NOT NULL",
+     "query_to_xml"),
+    ("a cast to an array of lookups", "SELECT COUNT(*) FROM {object} WHERE CAST(NULL AS regclass[]) IS NULL",
+     "regclass|does not parse"),
+    ("a classified column in a list", "SELECT COUNT(*) FROM {object} WHERE list_contains([ssn], '9')",
+     "classified column|does not parse"),
+    ("a classified column in a lambda", "SELECT COUNT(*) FROM {object} WHERE len(list_filter([1], x -> ssn > '5')) "
+     "> 0", "classified column|list_filter"),
+    ("a classified column in an array", "SELECT COUNT(*) FROM {object} WHERE '9' = ANY(ARRAY[ssn])",
+     "classified column"),
 ]
 
 ACCEPTED = [
@@ -121,6 +140,31 @@ ACCEPTED = [
     ("a colon in a literal", "SELECT COUNT(*) FROM {object} WHERE region <> ':x'", 4, 4),
     ("the property", "SELECT COUNT(*) FROM {object} WHERE {property} >= 10", 2, 2),
     ("a generator of numbers", "SELECT COUNT(*) FROM {object}, generate_series(1, 2) g", 8, 8),
+]
+
+# Read-only rules of one dialect's own functions (its catalog's, odcs/sql_catalogs/): list and array
+# literals, subscripts, lambdas, ANY/ALL over arrays. (id, dialect, query, mustBe, observed) on the rows below
+DIALECT_RULES = [
+    ("list_contains over a list", "duckdb", "SELECT COUNT(*) FROM {object} WHERE NOT list_contains([10, 20], amount)",
+     0, 2),
+    ("a lambda", "duckdb", "SELECT COUNT(*) FROM {object} WHERE len(list_filter([1, 5, 10], x -> x > amount)) = 3",
+     1, 1),
+    ("a subscript", "duckdb", "SELECT COUNT(*) FROM {object} WHERE [10, 20][2] = amount", 1, 1),
+    ("list_has_any", "duckdb", "SELECT COUNT(*) FROM {object} WHERE list_has_any([customer_id], [1, 3])", 3, 3),
+    ("a list macro", "duckdb", "SELECT list_sum([COUNT(*), 1]) FROM {object}", 4, 5),
+    ("a cast to a list", "duckdb", "SELECT COUNT(*) FROM {object} WHERE list_contains(CAST(['1', '20'] AS "
+     "INTEGER[]), amount)", 2, 2),
+    ("= ANY(ARRAY[…])", "postgres", "SELECT COUNT(*) FROM {object} WHERE amount = ANY(ARRAY[10, 20])", 2, 2),
+    ("<> ALL(ARRAY[…])", "postgres", "SELECT COUNT(*) FROM {object} WHERE amount <> ALL(ARRAY[10, 20])", 0, 2),
+    ("array_position", "postgres", "SELECT COUNT(*) FROM {object} WHERE array_position(ARRAY['eu', 'us'], region) "
+     "IS NULL", 0, 0),
+    ("array_remove", "postgres", "SELECT COUNT(*) FROM {object} WHERE cardinality(array_remove(ARRAY[1, 2, 3], "
+     "customer_id)) = 2", 4, 4),
+    ("an array overlap", "postgres", "SELECT COUNT(*) FROM {object} WHERE ARRAY[customer_id] && ARRAY[1, 3]", 3, 3),
+    ("a subscript of an array", "postgres", "SELECT COUNT(*) FROM {object} WHERE (ARRAY[10, 20])[2] = amount", 1, 1),
+    ("a cast to an array", "postgres", "SELECT COUNT(*) FROM {object} WHERE amount = ANY(CAST('{1,20}' AS "
+     "INTEGER[]))", 1, 2),
+    ("num_nonnulls", "postgres", "SELECT COUNT(*) FROM {object} WHERE num_nonnulls(amount, region) = 2", 4, 4),
 ]
 
 ROWS = [  # id, customer_id, amount, ssn, region, day
@@ -276,6 +320,25 @@ def test_an_accepted_rule_runs_and_is_judged_on_its_value(accepted, n):
     assert result.observed == observed and result.passed is (observed == must)
     assert "--" not in result.sql and "/*" not in result.sql  # what ran, and is shown, has no comment
     assert "{" not in result.sql  # every placeholder became a quoted name
+
+
+@pytest.fixture(scope="module")
+def dialect_rules(warehouse):
+    rules = [(f"d{n}", query, must) for n, (_, dialect, query, must, _) in enumerate(DIALECT_RULES)
+             if dialect == warehouse.name]
+    loaded = load(warehouse.folder, contract(rules, warehouse.server), "dialect.odcs.yaml")
+    assert loaded.problems == [], loaded.problems
+    return run(warehouse, loaded.plans[0])
+
+
+@pytest.mark.parametrize("n", range(len(DIALECT_RULES)), ids=[r[0] for r in DIALECT_RULES])
+def test_a_rule_of_the_dialects_own_read_only_functions_runs(warehouse, request, n):
+    _, dialect, query, must, observed = DIALECT_RULES[n]
+    if dialect != warehouse.name:
+        pytest.skip(f"a rule of {dialect}'s functions")
+    result = request.getfixturevalue("dialect_rules")[f"d{n}"]
+    assert result.error is None, result.error
+    assert result.observed == observed and result.passed is (observed == must)
 
 
 @pytest.mark.parametrize("declaration,key,count", [

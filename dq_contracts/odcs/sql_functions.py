@@ -1,0 +1,140 @@
+"""Which functions a SQL rule may call, per dialect (sqlrules judges every call with `call_refusal`).
+
+DuckDB and PostgreSQL: every function of the engine's own catalog (`duckdb_functions()`, `pg_proc`),
+allowed or refused with the reason, in a data file per dialect under `sql_catalogs/` that
+`scripts/sql_catalogs.py` writes from the engine itself (a test regenerates them and fails when
+they differ). A call is judged by the name the engine is asked to call: the name in the SQL rendered
+from the checked tree in that dialect, which is what runs (sqlglot may render `list_contains` as
+`ARRAY_CONTAINS`). Other dialects have no catalog here: a call is judged by sqlglot's name for it
+against the hand-kept families below.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# The hand-kept allow-list: the function families a data-quality rule needs, all read-only and local
+# to the rows they are given; on a dialect without a catalog it is the whole list. Anything else is
+# refused: functions that run SQL given as text (query_to_xml, query), touch files or the network
+# (read_csv, pg_read_file, dblink), the session (set_config), locks, statistics, sequences, large objects.
+FUNCTION_FAMILIES: dict[str, set[str]] = {
+    "aggregate": {"count", "count_if", "countif", "sum", "avg", "mean", "min", "max", "median", "mode", "stddev",
+                  "stddev_pop", "stddev_samp", "variance", "var_pop", "var_samp", "variance_pop", "variance_samp",
+                  "bool_and", "bool_or", "logical_and", "logical_or", "every", "any_value", "approx_distinct",
+                  "approx_count_distinct", "group_concat", "string_agg", "listagg", "array_agg", "percentile_cont",
+                  "percentile_disc", "quantile", "quantile_cont", "quantile_disc", "corr", "covar_pop",
+                  "covar_samp", "first", "last", "arg_max", "arg_min", "argmax", "argmin", "max_by", "min_by",
+                  "approx_quantile", "sum_if", "avg_if", "filter"},
+    "string": {"lower", "upper", "length", "char_length", "character_length", "octet_length", "bit_length",
+               "trim", "ltrim", "rtrim", "btrim", "substring", "substr", "left", "right", "replace", "concat",
+               "concat_ws", "dpipe", "position", "strpos", "str_position", "instr", "split_part", "reverse",
+               "repeat", "lpad", "rpad", "pad", "initcap", "starts_with", "startswith", "ends_with", "endswith",
+               "contains", "regexp_like", "regexp_ilike", "regexp_matches", "regexp_replace", "regexp_extract",
+               "regexp_full_match", "regexp_count", "regexp_substr", "like", "ilike", "md5", "sha256", "ascii",
+               "chr", "translate", "to_char", "format", "printf", "unicode", "strlen", "len", "levenshtein",
+               "split", "string_split", "string_to_array"},
+    "math": {"abs", "round", "floor", "ceil", "ceiling", "mod", "power", "pow", "sqrt", "cbrt", "ln", "log",
+             "log10", "log2", "exp", "greatest", "least", "sign", "trunc", "truncate", "div", "intdiv", "safe_divide",
+             "pi", "degrees", "radians", "isnan", "isinf", "is_nan", "is_inf"},
+    "date and time": {"date_trunc", "timestamp_trunc", "datetime_trunc", "time_trunc", "date_part", "datepart",
+                      "extract", "now", "current_date", "current_timestamp", "current_time", "current_datetime",
+                      "localtimestamp", "localtime", "age", "datediff", "date_diff", "timestamp_diff",
+                      "timestampdiff", "datetime_diff", "date_add", "date_sub", "dateadd", "timestamp_add",
+                      "timestamp_sub", "ts_or_ds_add", "ts_or_ds_diff", "to_date", "to_timestamp", "str_to_time",
+                      "str_to_date", "time_to_str", "time_str_to_time", "time_str_to_date", "ts_or_ds_to_date",
+                      "strftime", "strptime", "make_date", "make_timestamp", "epoch", "epoch_ms", "unix_to_time",
+                      "time_to_unix", "date", "day", "dayofweek", "dayofmonth", "dayofyear", "week", "weekofyear",
+                      "month", "quarter", "year", "hour", "minute", "second", "last_day", "date_from_parts",
+                      "justify_interval", "make_interval", "to_days", "to_hours", "to_minutes", "to_seconds"},
+    "cast and condition": {"cast", "try_cast", "trycast", "coalesce", "nullif", "case", "if", "iff", "ifnull",
+                           "nvl", "nvl2", "try", "typeof", "is_null", "between", "in", "isnull"},
+    "window": {"row_number", "rank", "dense_rank", "lag", "lead", "first_value", "last_value", "nth_value",
+               "ntile", "percent_rank", "cume_dist"},
+    "generator": {"range", "generate_series", "exploding_generate_series", "unnest", "explode"},
+    "logic and JSON": {"and", "or", "xor", "not", "exists", "collate", "json_extract", "json_extract_scalar",
+                       "jsonb_extract", "jsonb_extract_scalar", "jsonb_contains", "json_array_contains",
+                       "array_contains", "array_position", "array_length", "array_size", "list_contains",
+                       "cardinality"},
+}
+ALLOWED_FUNCTIONS = set().union(*FUNCTION_FAMILIES.values())
+GENERATORS = FUNCTION_FAMILIES["generator"]
+
+# sqlglot's forms that render as an operator or a literal, not a call, on a dialect with a catalog:
+# list and array literals and their containment operators (`[1, 2]`, `ARRAY[…]`, `&&`, `@>`, `<@`)
+OPERATOR_FORMS = {"array", "array_overlaps", "array_contains_all", "array_contained_by"}
+# grammar that sqlglot reads as a call of a function it does not know: `x <> ALL(ARRAY[…])`
+GRAMMAR = {"all", "any", "some"}
+
+CATALOGS = {"duckdb": "duckdb.tsv", "postgres": "postgres.tsv"}  # sqlglot dialect -> its catalog's file
+_CALL = re.compile(r'\s*"?([A-Za-z_][A-Za-z0-9_]*)"?\s*\(')
+
+
+@dataclass(frozen=True)
+class Catalog:
+    engine: str
+    allowed: frozenset[str]
+    refused: dict[str, str]  # name -> why
+
+
+@functools.cache
+def catalog_of(dialect: str | None) -> Catalog | None:
+    """The dialect's function catalog, read from its data file on first use; None without one."""
+    if dialect not in CATALOGS:
+        return None
+    allowed, refused, engine = set(), {}, dialect
+    for line in (Path(__file__).parent / "sql_catalogs" / CATALOGS[dialect]).read_text().splitlines():
+        if line.startswith("#"):
+            engine = engine if engine != dialect else line[2:].split(":")[0]
+            continue
+        name, verdict, why = line.split("\t")
+        if verdict == "allowed":
+            allowed.add(name)
+        else:
+            refused[name] = why
+    return Catalog(engine, frozenset(allowed), refused)
+
+
+def sqlglot_name(call: Any) -> str:
+    """sqlglot's name for a call: the name written for a function it does not know, else its own."""
+    from sqlglot import exp
+
+    return (call.name if isinstance(call, exp.Anonymous) else call.sql_name()).lower()
+
+
+def called_name(call: Any, dialect: str | None) -> str | None:
+    """The function the engine is asked to call: the name of the call as the checked tree renders it
+    in the dialect, or None where it renders as an operator or a literal."""
+    from sqlglot import exp
+
+    if isinstance(call, exp.Anonymous):
+        return call.name.lower()
+    match = _CALL.match(call.sql(dialect=dialect))
+    return match.group(1).lower() if match else None
+
+
+def call_refusal(call: Any, dialect: str | None) -> str | None:
+    """Why a call may not run in a rule on `dialect`, or None."""
+    name, catalog = sqlglot_name(call), catalog_of(dialect)
+    if catalog is None:
+        if name in ALLOWED_FUNCTIONS:
+            return None
+        return (f"the query calls {name}(), which is not on the allow-list of read-only functions "
+                f"({', '.join(FUNCTION_FAMILIES)})")
+    try:
+        called = called_name(call, dialect)
+    except Exception:  # sqlglot cannot render some odd calls (a DATE() of nothing): nothing to run
+        return f"the query's {name}() cannot be rendered as {dialect} SQL"
+    if called is None:  # an operator or literal sqlglot renders for a form it knows
+        return None if name in ALLOWED_FUNCTIONS | OPERATOR_FORMS else (
+            f"the query uses {name}, which is not a read-only form the judge knows")
+    if called in catalog.allowed or called in GENERATORS or called in GRAMMAR:
+        return None
+    if called in catalog.refused:
+        return f"the query calls {called}(), which {catalog.engine} may not run in a rule: {catalog.refused[called]}"
+    if called in ALLOWED_FUNCTIONS:  # grammar, not a function of the catalog (EXTRACT, COALESCE on PostgreSQL)
+        return None
+    return f"the query calls {called}(), which is not a function of {catalog.engine}'s catalog"
