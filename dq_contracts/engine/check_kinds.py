@@ -126,8 +126,23 @@ def _range(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
     p, col = check.params, _column(check, checked)
     bound = _typed_bound(check, p["bound"])
     if p["lower"]:
-        return col <= bound if p["strict"] else col < bound
-    return col >= bound if p["strict"] else col > bound
+        outside = col <= bound if p["strict"] else col < bound
+    else:
+        outside = col >= bound if p["strict"] else col > bound
+    nan = dialect_of(checked.dialect).nan
+    if nan is None or not _numeric_bound(check):
+        return outside
+    # a NaN is outside every bound; ordered, it would pass a minimum (PostgreSQL, DuckDB, Snowflake and
+    # Spark sort it above every number). ±Infinity are ordered as numbers: the comparison judges them
+    return sa.or_(outside, nan(col))
+
+
+def _numeric_bound(check: CheckPlan) -> bool:
+    """Whether a range compares numbers that may be NaN: a number bound on a column that is not
+    declared an integer (or a date, a time, …), whose NaN test the engine can then run."""
+    bound = check.params["bound"]
+    return check.params.get("logical_type") in (None, "number") and isinstance(bound, (int, float)) \
+        and not isinstance(bound, bool)
 
 
 def _length(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
