@@ -13,6 +13,7 @@ from dq_contracts.odcs.check_kinds import CHECK_KINDS, reach_of
 from dq_contracts.odcs.params import Params
 from dq_contracts.odcs.partitions import PartitionPlan
 from dq_contracts.odcs.servers import servers_handling
+from dq_contracts.odcs.visible import visible_all
 
 
 class Severity(StrEnum):
@@ -99,6 +100,8 @@ class CheckPlan:
     def __post_init__(self) -> None:
         if not isinstance(self.params, CHECK_KINDS[self.kind].params):
             object.__setattr__(self, "params", params_for(self.kind, self.params or {}))
+        for text in ("description", "where"):  # for people: what hides or reorders text shows escaped
+            object.__setattr__(self, text, visible_all(getattr(self, text)))
 
     @property
     def blocking(self) -> bool:
@@ -118,6 +121,9 @@ class NotEnforced:
     code: str  # a Reason (clauses/vocabulary.py: the closed set)
     reason: str
     object: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reason", visible_all(self.reason))
 
 
 @dataclass(frozen=True, slots=True)
