@@ -191,8 +191,17 @@ def _invalid(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
 
 def _multiple(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
     divisor = sa.cast(sa.bindparam(None, str(check.params["divisor"]), type_=sa.String), sa.Numeric(38, 10))
-    # abs: MariaDB's remainder of a negative multiple is a negative zero, which it finds unequal to 0
-    return sa.func.abs(sa.cast(_column(check, checked), sa.Numeric(38, 10)) % divisor) != 0
+    col = _column(check, checked)
+    if dialect_of(checked.dialect).nan is None:  # no NaN, no infinity (MySQL, MariaDB)
+        # abs: MariaDB's remainder of a negative multiple is a negative zero, which it finds unequal to 0
+        return sa.func.abs(sa.cast(col, sa.Numeric(38, 10)) % divisor) != 0
+    # x - x is 0 for every finite number and NaN for NaN and ±Infinity, on every engine: those are
+    # multiples of nothing, and never reach the cast to DECIMAL, which refuses them (the value as a
+    # double, so that a column of text holding numbers is read as before)
+    number = sa.cast(col, sa.Double)
+    finite = (number - number) == 0
+    exact = sa.cast(sa.case((finite, col)), sa.Numeric(38, 10))
+    return sa.or_(sa.not_(finite), sa.func.abs(exact % divisor) != 0)
 
 
 def _listing(check: CheckPlan, checked: CheckedObject) -> CheckedObject:

@@ -338,7 +338,8 @@ class Dialect:
     # a text value as every check compares it, byte by byte (_binary_text); None: as the column compares
     binary_text: Callable[[ColumnElement], ColumnElement] | None
     # the condition a number is NaN, which a bound counts as outside it (check_kinds._range); None where
-    # no column can hold a NaN (MySQL and MariaDB cast 'NaN' to 0: a test there would flag every zero)
+    # no column can hold a NaN or an infinity (MySQL and MariaDB cast 'NaN' to 0: a test there would
+    # flag every zero), so multipleOf adds no test of them either
     nan: Callable[[ColumnElement], ColumnElement] | None
     catalog_columns: Callable[[sa.Connection, list[str], str], list[dict[str, Any]]]  # the schema check's
     type_spellings: Mapping[str, str]  # type-name normalisation (schema_check.normalise_type)
