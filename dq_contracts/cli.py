@@ -11,11 +11,18 @@ from dq_contracts.odcs.names import schedule_name
 from dq_contracts.odcs.load import LoadResult, load_contracts
 from dq_contracts.odcs.plans import ContractPlan, Severity
 from dq_contracts.odcs.servers import servers_handling
+from dq_contracts.odcs.visible import visible
+
+
+def say(*parts: object, file=None) -> None:
+    """print, with what hides or reorders text escaped: every line the commands write passes here
+    (JSON is written with ASCII escapes already)."""
+    print(*(visible(p) for p in parts), file=file)
 
 
 def _print_problems(result: LoadResult, stream) -> None:
     for problem in result.problems:
-        print(problem.render(), file=stream)
+        say(problem.render(), file=stream)
 
 
 def _dagster_cron_rule(cron: str) -> str | None:
@@ -37,7 +44,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     contracts = sum(1 for plan in result.plans if plan.file not in failed_files)
     summary = (f"read {result.files_read} contract file(s): {contracts} valid, "
                f"{errors} error(s), {warnings} warning(s)")
-    print(summary)
+    say(summary)
     return 1 if errors else 0
 
 
@@ -83,11 +90,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
             "contracts": [p.to_json() for p in result.plans],
             "problems": [p.to_json() for p in result.problems],
         }
-        print(json.dumps(payload, indent=2, default=str))
+        say(json.dumps(payload, indent=2, default=str))
     else:
         for plan in result.plans:  # with the names Dagster's ops and schedules take
-            print(_plan_text(plan, result.prefixes[plan.file]))
-            print()
+            say(_plan_text(plan, result.prefixes[plan.file]))
+            say()
         _print_problems(result, sys.stdout)
     return 1 if result.errors else 0
 
@@ -122,17 +129,17 @@ def cmd_check(args: argparse.Namespace) -> int:
                     if obj.partitioning is not None:
                         partition_of_key(plan, obj, args.partition)
         except PartitionKeyError as exc:
-            print(f"dq-contracts check: --partition {args.partition}: {exc}", file=sys.stderr)
+            say(f"dq-contracts check: --partition {args.partition}: {exc}", file=sys.stderr)
             return 1
         if not any(chosen.values()):
             _print_problems(loaded, sys.stderr)
-            print(f"dq-contracts check: --partition {args.partition}: no object of these contracts is partitioned "
+            say(f"dq-contracts check: --partition {args.partition}: no object of these contracts is partitioned "
                   "(declare a customProperties entry `dagsterPartitions` on it)", file=sys.stderr)
             return 1
         for plan in loaded.usable_plans:
             for obj in plan.objects:
                 if obj.partitioning is None:
-                    print(f"{plan.file}: object {obj.name} is not partitioned: skipped", file=sys.stderr)
+                    say(f"{plan.file}: object {obj.name} is not partitioned: skipped", file=sys.stderr)
     with Warehouses() as warehouses:
         # a contract with errors is not run (its problems are printed below); the others are
         for plan in loaded.usable_plans:
@@ -148,7 +155,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             "statements": _statements(results),
             "problems": [p.to_json() for p in loaded.problems],
         }
-        print(json.dumps(payload, indent=2, default=str))
+        say(json.dumps(payload, indent=2, default=str))
     else:
         # the result in words and units ("1 row of 120 below 0 (0.8 %)"), then samples where allowed
         rows = [("asset", "check", "severity", "status", "result", "samples")]
@@ -160,10 +167,10 @@ def cmd_check(args: argparse.Namespace) -> int:
                          f"e.g. {', '.join(map(str, r.samples))}" if r.samples else ""))
         widths = [max(len(str(row[i])) for row in rows) for i in range(4)]
         for row in rows:
-            print("  ".join(str(v).ljust(w) for v, w in zip(row, widths)) + "  " + "  ".join(
+            say("  ".join(str(v).ljust(w) for v, w in zip(row, widths)) + "  " + "  ".join(
                 str(v) for v in row[4:] if v))
         counts = {s: sum(r.status == s for r in results) for s in Status}
-        print(f"{len(results)} check(s): " + ", ".join(f"{n} {s}" for s, n in counts.items()))
+        say(f"{len(results)} check(s): " + ", ".join(f"{n} {s}" for s, n in counts.items()))
         _print_problems(loaded, sys.stdout)
     return 1 if failing or loaded.errors else 0
 
@@ -172,11 +179,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     import os
 
     if not os.environ.get("DAGSTER_HOME"):
-        print("dq-contracts report: set DAGSTER_HOME to the Dagster instance folder to read (the one the "
+        say("dq-contracts report: set DAGSTER_HOME to the Dagster instance folder to read (the one the "
               "webserver and daemon use)", file=sys.stderr)
         return 1
     if not os.path.isdir(os.environ["DAGSTER_HOME"]):
-        print(f"dq-contracts report: DAGSTER_HOME={os.environ['DAGSTER_HOME']} is not a folder; point it at "
+        say(f"dq-contracts report: DAGSTER_HOME={os.environ['DAGSTER_HOME']} is not a folder; point it at "
               "the Dagster instance folder to read", file=sys.stderr)
         return 1
     from dq_contracts.dagster_defs.report import report_from_instance, report_text  # imports Dagster: only here
@@ -184,9 +191,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     loaded = load_contracts(args.paths)
     report = report_from_instance(loaded.usable_plans)
     if args.format == "json":
-        print(json.dumps(report, indent=2))
+        say(json.dumps(report, indent=2))
     else:
-        print(report_text(report))
+        say(report_text(report))
         _print_problems(loaded, sys.stdout)
     return 1 if loaded.errors else 0
 
@@ -232,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.run(args)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        say("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0
@@ -242,7 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         said = (withheld(exc, "dq-contracts check", "it may quote a value of the data") if args.run is cmd_check
                 else f"{type(exc).__name__}: {exc}")
-        print(f"dq-contracts: internal error: {said}", file=sys.stderr)
+        say(f"dq-contracts: internal error: {said}", file=sys.stderr)
         return 2
 
 

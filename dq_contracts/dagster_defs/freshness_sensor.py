@@ -19,6 +19,7 @@ from dq_contracts.engine.sessions import read_only
 from dq_contracts.engine.sql import table_for
 from dq_contracts.odcs.names import FRESHNESS_SENSOR
 from dq_contracts.odcs.plans import ContractPlan, ObjectPlan
+from dq_contracts.odcs.visible import visible
 
 
 def freshness_sensor(watched: list[tuple[ContractPlan, ObjectPlan, str, dg.AssetKey]],
@@ -47,20 +48,21 @@ def freshness_sensor(watched: list[tuple[ContractPlan, ObjectPlan, str, dg.Asset
                         newest = conn.execute(sa.select(sa.func.max(table.c[column]))).scalar()
                         columns = _observed_columns(obj, table, engine, connection, conn)
                 except Exception as exc:  # one unreachable table must not stop the others
-                    context.log.warning(f"{key.to_user_string()}: "
-                                        f"{error_of(exc, f'{obj.name}.{column}', touches_classified(plan, obj))}")
+                    context.log.warning(visible(f"{key.to_user_string()}: "
+                                                f"{error_of(exc, f'{obj.name}.{column}', touches_classified(plan, obj))}"))
                     continue
                 if newest is None:
                     continue
                 seen = str(newest)
                 if cursor.get(key.to_user_string()) != seen:
                     cursor[key.to_user_string()] = seen
-                    metadata: dict[str, Any] = {"dq_contracts/newest": seen, "dq_contracts/contract_id": plan.id}
+                    metadata: dict[str, Any] = {"dq_contracts/newest": visible(seen),
+                                                "dq_contracts/contract_id": visible(plan.id)}
                     if columns:  # so that Dagster's column-schema-change checks work on external tables
                         metadata["dagster/column_schema"] = dg.TableSchema(
-                            columns=[dg.TableColumn(name, kind) for name, kind in columns])
+                            columns=[dg.TableColumn(visible(name), visible(kind)) for name, kind in columns])
                     events.append(dg.AssetMaterialization(
-                        asset_key=key, description=f"{obj.physical_name}.{column} advanced to {seen}",
+                        asset_key=key, description=visible(f"{obj.physical_name}.{column} advanced to {seen}"),
                         metadata=metadata))
         return dg.SensorResult(asset_events=events, cursor=json.dumps(cursor, sort_keys=True))
 

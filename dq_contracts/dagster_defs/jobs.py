@@ -15,6 +15,7 @@ from dq_contracts.dagster_defs.translator import tag_value
 from dq_contracts.odcs.names import (checks_job_name, partitions_job_name, partitions_schedule_name, schedule_job_name,
                                      schedule_name)
 from dq_contracts.odcs.plans import ContractPlan
+from dq_contracts.odcs.visible import visible
 
 
 @dataclass
@@ -42,8 +43,8 @@ def _partitions_job(specs: ObjectSpecs, prefix: str) -> dg.UnresolvedAssetJobDef
         config=dg.PartitionedConfig(partitions_def=partitions, run_config_for_partition_key_fn=_no_config),
         # one run per partition, each a few statements: a process per op would cost more than the checks
         executor_def=dg.in_process_executor,
-        description=f"The per-partition clauses of contract {plan.id} {plan.version}, object {obj.name}: "
-                    "launch one partition, or backfill a range from the job's Partitions tab",
+        description=visible(f"The per-partition clauses of contract {plan.id} {plan.version}, object {obj.name}: "
+                            "launch one partition, or backfill a range from the job's Partitions tab"),
         tags={"dq_contracts/contract": tag_value(plan.id)})
 
 
@@ -69,8 +70,8 @@ def contract_defs(plan: ContractPlan, objects: list[ObjectSpecs], prefix: str, *
                 built.schedules.append(dg.build_schedule_from_partitioned_job(
                     job, name=partitions_schedule_name(prefix, specs.object.name),
                     default_status=dg.DefaultScheduleStatus.STOPPED,
-                    description=f"The per-partition clauses of {plan.id}, object {specs.object.name}, each "
-                                "partition once its window has ended"))
+                    description=visible(f"The per-partition clauses of {plan.id}, object {specs.object.name}, "
+                                        "each partition once its window has ended")))
     if not contract_jobs:
         return built
     # only jobs select by key (a spec makes a new key each time it is asked for one)
@@ -78,7 +79,7 @@ def contract_defs(plan: ContractPlan, objects: list[ObjectSpecs], prefix: str, *
     if check_keys:
         built.jobs.append(dg.define_asset_job(
             checks_job_name(prefix), selection=dg.AssetSelection.checks(*check_keys.values()),
-            description=f"All clauses of contract {plan.id} {plan.version}",
+            description=visible(f"All clauses of contract {plan.id} {plan.version}"),
             tags={"dq_contracts/contract": tag_value(plan.id)}))
     for schedule in plan.schedules:
         keys = [check_keys[pair] for pair in schedule.checks if pair in check_keys]
@@ -86,9 +87,9 @@ def contract_defs(plan: ContractPlan, objects: list[ObjectSpecs], prefix: str, *
             continue
         name = schedule_name(plan, schedule, prefix)
         job = dg.define_asset_job(schedule_job_name(name), selection=dg.AssetSelection.checks(*keys),
-                                  description=f"Clauses scheduled by {plan.id} {schedule.clause}")
+                                  description=visible(f"Clauses scheduled by {plan.id} {schedule.clause}"))
         built.jobs.append(job)
         built.schedules.append(dg.ScheduleDefinition(
             name=name, cron_schedule=schedule.cron, job=job, execution_timezone="UTC",
-            description=f"Contract {plan.id} {plan.version}: {schedule.clause} '{schedule.cron}'"))
+            description=visible(f"Contract {plan.id} {plan.version}: {schedule.clause} '{schedule.cron}'")))
     return built

@@ -19,13 +19,14 @@ from dq_contracts.odcs.names import OBJECT_OPS, object_op_name
 from dq_contracts.odcs.partitions import Partition, multi_partition, window_partition
 from dq_contracts.odcs.plans import CheckPlan, ContractPlan, ObjectPlan, Severity
 from dq_contracts.odcs.check_kinds import CHECK_KINDS
+from dq_contracts.odcs.visible import visible, visible_all
 
 
 def check_result_of(result: CheckResult, spec: dg.AssetCheckSpec) -> dg.AssetCheckResult:
     """The engine's result as Dagster's: what was measured in words and units first, then what a
     person needs to act on it (the clause's file:line, its own failing-rows query, samples), all of it
     carried by the result."""
-    message = said(result)
+    message = visible(said(result))  # every text for people: what hides or reorders text shows escaped
     metadata: dict[str, Any] = {
         "dq_contracts/result": dg.MetadataValue.text(message),
         "dq_contracts/clause": result.location,
@@ -43,26 +44,28 @@ def check_result_of(result: CheckResult, spec: dg.AssetCheckSpec) -> dg.AssetChe
         "dq_contracts/contract_version": result.contract_version,
         "dq_contracts/partition": result.partition,
     }
+    metadata = {k: visible_all(v) for k, v in metadata.items()}
     if result.observed is not None:
         observed = result.observed
         metadata["dq_contracts/observed"] = (observed if isinstance(observed, (int, float))
-                                             else dg.MetadataValue.text(str(observed)))
+                                             else dg.MetadataValue.text(visible(observed)))
     if result.row_count is not None:
         metadata["dagster/row_count"] = result.row_count
     if result.error:
-        metadata["dq_contracts/error"] = dg.MetadataValue.text(result.error)
+        metadata["dq_contracts/error"] = dg.MetadataValue.text(visible(result.error))
     if result.sql:
-        metadata["dq_contracts/sql"] = dg.MetadataValue.md(code_block(result.sql))
+        metadata["dq_contracts/sql"] = dg.MetadataValue.md(code_block(visible(result.sql)))
     if result.samples:
-        metadata["dq_contracts/samples"] = dg.MetadataValue.json(result.samples)
+        metadata["dq_contracts/samples"] = dg.MetadataValue.json(visible_all(result.samples))
     observed_schema = (result.details or {}).get("observed_columns")
     if observed_schema:
         metadata["dagster/column_schema"] = dg.TableSchema(columns=[
-            dg.TableColumn(name=str(name), type=str(kind)) for name, kind in observed_schema])
+            dg.TableColumn(name=visible(name), type=visible(kind)) for name, kind in observed_schema])
     if result.details:
         details = {k: v for k, v in result.details.items() if k != "observed_columns"}
         if details:
-            metadata["dq_contracts/details"] = dg.MetadataValue.json(json.loads(json.dumps(details, default=str)))
+            metadata["dq_contracts/details"] = dg.MetadataValue.json(
+                visible_all(json.loads(json.dumps(details, default=str))))
     return dg.AssetCheckResult(
         asset_key=spec.asset_key,
         check_name=spec.name,
@@ -97,13 +100,14 @@ def _checks_op(name: str, plan: ContractPlan, obj: ObjectPlan, pairs: list[tuple
 
     # `pool`: the server's name, so the operator's pool limit bounds the queries sent to one warehouse
     @dg.multi_asset_check(name=name, specs=[spec for _, spec in pairs], can_subset=True,
-                          required_resource_keys={resource_key}, description=description, pool=pool)
+                          required_resource_keys={resource_key}, description=visible(description), pool=pool)
     def contract_checks(context):
         warehouse: WarehouseResource = getattr(context.resources, resource_key)
         selected = context.selected_asset_check_keys
         names = [check.name for check, spec in pairs if spec.key in selected]
-        context.log.info(f"contract {plan.id} version {plan.version} ({plan.file}), object {obj.name}: "
-                         f"{len(names)} clause(s)" + (_run_partitions_text(context) if partitions is not None else ""))
+        context.log.info(visible(f"contract {plan.id} version {plan.version} ({plan.file}), object {obj.name}: "
+                                 f"{len(names)} clause(s)")
+                         + (_run_partitions_text(context) if partitions is not None else ""))
         try:
             partition = _partition_of(context, obj, partitions)
             with Warehouses(warehouse.environ()) as warehouses:
@@ -115,9 +119,9 @@ def _checks_op(name: str, plan: ContractPlan, obj: ObjectPlan, pairs: list[tuple
                                      names)
         aggregates = {r.aggregate_sql for r in results if getattr(r, "aggregate_sql", None)}
         for sql in sorted(aggregates):  # the one scan that answered the counting clauses, once
-            context.log.debug(f"{obj.name}: one scan for the counting clauses:\n{sql}")
+            context.log.debug(visible(f"{obj.name}: one scan for the counting clauses:\n{sql}"))
         for result in results:
-            context.log.info(_outcome_line(result))
+            context.log.info(visible(_outcome_line(result)))
             yield check_result_of(result, spec_of[result.name])
 
     return contract_checks

@@ -23,6 +23,7 @@ from dq_contracts.odcs.load import RejectedContract
 from dq_contracts.engine.results import Status
 from dq_contracts.odcs.plans import Severity
 from dq_contracts.odcs.problems import Problem, errors_of
+from dq_contracts.odcs.visible import visible
 from dq_contracts.dagster_defs.translator import ContractObjectData, DqContractsTranslator
 
 log = logging.getLogger("dq_contracts")
@@ -62,11 +63,11 @@ def _problem_metadata(problems: Sequence[Problem]) -> dict[str, object]:
     files = sorted({p.file for p in problems})
     return {
         "dq_contracts/problems": dg.MetadataValue.table(
-            records=[dg.TableRecord({"file": p.file, "line": str(p.line or ""), "path": p.path,
+            records=[dg.TableRecord({"file": visible(p.file), "line": str(p.line or ""), "path": p.path,
                                      "message": p.message}) for p in problems],
             schema=_PROBLEM_COLUMNS),
         "dq_contracts/problem_count": len(problems),
-        "dq_contracts/contract_file": ", ".join(files),
+        "dq_contracts/contract_file": visible(", ".join(files)),
         "dq_contracts/error": dg.MetadataValue.text("\n".join(p.render() for p in problems)),
     }
 
@@ -75,7 +76,7 @@ def _summary(problems: Sequence[Problem]) -> str:
     files = sorted({p.file for p in problems})
     head = "; ".join(p.render() for p in problems[:3])
     more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
-    return f"The data contract {', '.join(files)} cannot be checked: {head}{more}"
+    return visible(f"The data contract {', '.join(files)} cannot be checked: {head}{more}")
 
 
 def problem_defs(rejected: Iterable[RejectedContract], translator: DqContractsTranslator,
@@ -95,8 +96,8 @@ def problem_defs(rejected: Iterable[RejectedContract], translator: DqContractsTr
         keys = asset_keys_of(contract, translator, group)
         if len(by_name.get(keys[0], ())) > 1:  # two broken files of one name in different folders
             keys = [invalid_key(contract.file, group, folder=True)]
-        log.error(f"{contract.file}: not loaded ({len(errors)} error(s)); the `{CONTRACT_VALID}` check of "
-                  f"{', '.join(k.to_user_string() for k in keys)} shows why")
+        log.error(visible(f"{contract.file}: not loaded ({len(errors)} error(s)); the `{CONTRACT_VALID}` check of "
+                          f"{', '.join(k.to_user_string() for k in keys)} shows why"))
         for key in keys:
             problems_by_key.setdefault(key, []).extend(errors)
     if not problems_by_key:

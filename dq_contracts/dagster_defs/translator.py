@@ -25,6 +25,7 @@ from dq_contracts.odcs.check_kinds import PER_PARTITION, reach_of
 from dq_contracts.odcs.partitions import PartitionPlan
 from dq_contracts.odcs.paths import clause_location
 from dq_contracts.odcs.plans import CheckPlan, ContractPlan, FreshnessPlan, ObjectPlan
+from dq_contracts.odcs.visible import visible, visible_all
 
 TAG_MAX = 63
 
@@ -91,7 +92,7 @@ class DqContractsTranslator:
         plan, obj, freshness = data.contract, data.object, data.freshness
         return dg.AssetSpec(
             key=dg.AssetKey(list(obj.asset_key)),
-            description=self.description(data),
+            description=visible(self.description(data)),  # for people: nothing hidden or reordered
             metadata=self.metadata(data),
             owners=list(plan.owners),
             tags=self.tags(data),
@@ -121,7 +122,7 @@ class DqContractsTranslator:
             additional_deps=[data.target_asset_key] if data.target_asset_key else None,
             automation_condition=self.automation_condition(data),
             partitions_def=data.partitions_def if data.per_partition else None,
-            metadata={k: v for k, v in {
+            metadata={k: visible_all(v) for k, v in {
                 "dq_contracts/contract_id": plan.id,
                 "dq_contracts/contract_version": plan.version,
                 "dq_contracts/object": obj.name,
@@ -172,35 +173,35 @@ class DqContractsTranslator:
         metadata: dict[str, Any] = {
             "dagster/column_schema": dg.TableSchema(columns=[
                 dg.TableColumn(
-                    name=c.physical_name or c.name,
-                    type=c.physical_type or c.logical_type or "unknown",
-                    description=c.description,
+                    name=visible(c.physical_name or c.name),
+                    type=visible(c.physical_type or c.logical_type or "unknown"),
+                    description=visible_all(c.description),
                     constraints=dg.TableColumnConstraints(
                         nullable=not (c.required or c.primary_key), unique=c.unique or c.primary_key,
-                        other=[t for t, on in (("primary key", c.primary_key),
+                        other=[visible(t) for t, on in (("primary key", c.primary_key),
                                                (f"classification: {c.classification_text}", bool(c.classification)))
                                if on]),
                 ) for c in obj.columns]),
-            "dagster/table_name": self.table_name(data),
-            "dagster/code_references": code_references(plan, getattr(obj, "line", None), obj.name),
-            "dq_contracts/contract_id": plan.id,
-            "dq_contracts/contract_version": plan.version,
-            "dq_contracts/contract_file": plan.file,
+            "dagster/table_name": visible(self.table_name(data)),
+            "dagster/code_references": code_references(plan, getattr(obj, "line", None), visible(obj.name)),
+            "dq_contracts/contract_id": visible(plan.id),
+            "dq_contracts/contract_version": visible(plan.version),
+            "dq_contracts/contract_file": visible(plan.file),
             "dq_contracts/checks": len(obj.checks),
         }
         for i, link in enumerate((*plan.authoritative_definitions, *obj.authoritative_definitions)):
             if link.get("url"):
                 metadata[f"dq_contracts/link/{tag_value(link.get('type') or i)}"] = dg.MetadataValue.url(
-                    str(link["url"]))
+                    visible(link["url"]))
         uri = server_uri(data.server, data.object.physical_name)
         if uri:
-            metadata["dagster/uri"] = uri
+            metadata["dagster/uri"] = visible(uri)
         if plan.dropped_owners:
-            metadata["dq_contracts/owners_not_mapped"] = ", ".join(plan.dropped_owners)
+            metadata["dq_contracts/owners_not_mapped"] = visible(", ".join(plan.dropped_owners))
         # this object's entries, and the contract-wide ones (SLA, servers…) shown on every asset
         not_enforced = [n for n in plan.not_enforced if n.object in (None, obj.name)]
         metadata["dq_contracts/not_enforced"] = dg.MetadataValue.table(
-            records=[dg.TableRecord({"clause": n.clause, "code": str(n.code), "reason": n.reason})
+            records=[dg.TableRecord({"clause": visible(n.clause), "code": str(n.code), "reason": n.reason})
                      for n in not_enforced],
             schema=dg.TableSchema(columns=[dg.TableColumn("clause", "string"), dg.TableColumn("code", "string"),
                                            dg.TableColumn("reason", "string")]),

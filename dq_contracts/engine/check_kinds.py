@@ -126,8 +126,23 @@ def _range(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
     p, col = check.params, _column(check, checked)
     bound = _typed_bound(check, p["bound"])
     if p["lower"]:
-        return col <= bound if p["strict"] else col < bound
-    return col >= bound if p["strict"] else col > bound
+        outside = col <= bound if p["strict"] else col < bound
+    else:
+        outside = col >= bound if p["strict"] else col > bound
+    nan = dialect_of(checked.dialect).nan
+    if nan is None or not _numeric_bound(check):
+        return outside
+    # a NaN is outside every bound; ordered, it would pass a minimum (PostgreSQL, DuckDB, Snowflake and
+    # Spark sort it above every number). ±Infinity are ordered as numbers: the comparison judges them
+    return sa.or_(outside, nan(col))
+
+
+def _numeric_bound(check: CheckPlan) -> bool:
+    """Whether a range compares numbers that may be NaN: a number bound on a column that is not
+    declared an integer (or a date, a time, …), whose NaN test the engine can then run."""
+    bound = check.params["bound"]
+    return check.params.get("logical_type") in (None, "number") and isinstance(bound, (int, float)) \
+        and not isinstance(bound, bool)
 
 
 def _length(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
@@ -176,8 +191,17 @@ def _invalid(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
 
 def _multiple(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
     divisor = sa.cast(sa.bindparam(None, str(check.params["divisor"]), type_=sa.String), sa.Numeric(38, 10))
-    # abs: MariaDB's remainder of a negative multiple is a negative zero, which it finds unequal to 0
-    return sa.func.abs(sa.cast(_column(check, checked), sa.Numeric(38, 10)) % divisor) != 0
+    col = _column(check, checked)
+    if dialect_of(checked.dialect).nan is None:  # no NaN, no infinity (MySQL, MariaDB)
+        # abs: MariaDB's remainder of a negative multiple is a negative zero, which it finds unequal to 0
+        return sa.func.abs(sa.cast(col, sa.Numeric(38, 10)) % divisor) != 0
+    # x - x is 0 for every finite number and NaN for NaN and ±Infinity, on every engine: those are
+    # multiples of nothing, and never reach the cast to DECIMAL, which refuses them (the value as a
+    # double, so that a column of text holding numbers is read as before)
+    number = sa.cast(col, sa.Double)
+    finite = (number - number) == 0
+    exact = sa.cast(sa.case((finite, col)), sa.Numeric(38, 10))
+    return sa.or_(sa.not_(finite), sa.func.abs(exact % divisor) != 0)
 
 
 def _listing(check: CheckPlan, checked: CheckedObject) -> CheckedObject:

@@ -2,8 +2,8 @@
 dialect name, `url.get_backend_name()`), and `GENERIC` for any other.
 
 A row says how a connection is built and opened, how a session is made read-only and time-limited
-(`begin`, `interrupt`, `server_timeout`), how a 2- or 3-part table name is quoted, the regex, length
-and epoch functions the check kinds call, how text is compared byte by byte (`binary_text`), the
+(`begin`, `interrupt`, `server_timeout`), how a 2- or 3-part table name is quoted, the regex, length,
+epoch and NaN functions the check kinds call, how text is compared byte by byte (`binary_text`), the
 catalog query of the schema check, how its type names are normalised, and how many measures one
 statement holds. What ODCS says about the server type (its
 names, sqlglot dialect, default schema, case) is its row in odcs/servers.py.
@@ -66,6 +66,17 @@ def _epoch(value: ColumnElement) -> ColumnElement:
     # EXTRACT(EPOCH) of a timestamp without time zone is its nominal epoch (as if UTC), of a date its
     # midnight UTC, of a timestamp with time zone the instant itself: on PostgreSQL and DuckDB alike
     return sa.extract("epoch", value)
+
+
+def _nan_equal(value: ColumnElement) -> ColumnElement:
+    """True for a NaN where NaN equals itself (PostgreSQL, Snowflake: `x != x` is never true there);
+    the cast makes the text NaN on every such engine, and a NUMERIC's own NaN compares as one."""
+    return value == sa.cast(sa.bindparam(None, "NaN", type_=sa.String), sa.Double)
+
+
+def _is_nan(name: str) -> Callable[[ColumnElement], ColumnElement]:
+    """The engine's own NaN test (DuckDB and Spark `isnan`, Trino `is_nan`, BigQuery `IS_NAN`)."""
+    return lambda value: getattr(sa.func, name)(value, type_=sa.Boolean)
 
 
 def _binary_text(text_type: type, collation: str) -> Callable[[ColumnElement], ColumnElement]:
@@ -326,6 +337,10 @@ class Dialect:
     epoch: Callable[[ColumnElement], ColumnElement]
     # a text value as every check compares it, byte by byte (_binary_text); None: as the column compares
     binary_text: Callable[[ColumnElement], ColumnElement] | None
+    # the condition a number is NaN, which a bound counts as outside it (check_kinds._range); None where
+    # no column can hold a NaN or an infinity (MySQL and MariaDB cast 'NaN' to 0: a test there would
+    # flag every zero), so multipleOf adds no test of them either
+    nan: Callable[[ColumnElement], ColumnElement] | None
     catalog_columns: Callable[[sa.Connection, list[str], str], list[dict[str, Any]]]  # the schema check's
     type_spellings: Mapping[str, str]  # type-name normalisation (schema_check.normalise_type)
     measures_per_statement: int  # a wide table's aggregate is split into statements of at most this
@@ -342,7 +357,7 @@ GENERIC = Dialect(
     name="", driver=None, engine_options=lambda connection: {}, prepare=None, settings=(), begin=None,
     why_not_read_only="has no row here that makes a check session read-only and time-limited (engine/dialects.py)",
     interrupt=None, server_timeout=no_server_timeout, names_need_schema=False, qualifier=qualifier, regex=_regex,
-    length=_length, epoch=_epoch, binary_text=None, catalog_columns=_catalog_columns,
+    length=_length, epoch=_epoch, binary_text=None, nan=_nan_equal, catalog_columns=_catalog_columns,
     type_spellings=TYPE_SPELLINGS, measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT,
     distinct_counts_per_statement=DEFAULT_MEASURES_PER_STATEMENT, key_groups=False,
     sample_arrays=True, checks_unvouched=False)
@@ -361,16 +376,17 @@ WAREHOUSE_DIALECTS: dict[str, Dialect] = {row.name: row for row in (
         server_timeout=ws.snowflake_timeout, regex=ws.snowflake_regex, epoch=ws.snowflake_epoch,
         catalog_columns=ws.snowflake_catalog, type_spellings={**TYPE_SPELLINGS, **ws.SNOWFLAKE_SPELLINGS}),
     dataclasses.replace(GENERIC, name="bigquery", driver="bigquery", why_not_read_only=_COMPILED_ONLY,
-                        regex=ws.bigquery_regex, epoch=ws.bigquery_epoch,
+                        regex=ws.bigquery_regex, epoch=ws.bigquery_epoch, nan=_is_nan("is_nan"),
                         type_spellings={**TYPE_SPELLINGS, **ws.BIGQUERY_SPELLINGS}),
     # PostgreSQL's operators, over psycopg2
     dataclasses.replace(GENERIC, name="redshift", driver="redshift+psycopg2", why_not_read_only=_COMPILED_ONLY,
                         regex=pg.regex),
     dataclasses.replace(GENERIC, name="trino", driver="trino", why_not_read_only=_COMPILED_ONLY,
-                        engine_options=ws.trino_options, regex=ws.trino_regex, epoch=ws.trino_epoch),
+                        engine_options=ws.trino_options, regex=ws.trino_regex, epoch=ws.trino_epoch,
+                        nan=_is_nan("is_nan")),
     dataclasses.replace(GENERIC, name="mssql", driver="mssql+pyodbc", why_not_read_only=_COMPILED_ONLY,
                         regex=ws.mssql_regex, length=ws.mssql_length, epoch=ws.mssql_epoch,
-                        binary_text=ws.mssql_binary_text),
+                        binary_text=ws.mssql_binary_text, nan=None),  # SQL Server's float holds no NaN
 )}
 
 DIALECTS: dict[str, Dialect] = {
@@ -380,7 +396,8 @@ DIALECTS: dict[str, Dialect] = {
         name="postgresql", driver="postgresql+psycopg2", engine_options=pg.options,
         prepare=pg.prepare, settings=(), begin=pg.begin, why_not_read_only=None, interrupt=None,
         server_timeout=pg.timed_out, names_need_schema=True, qualifier=qualifier, regex=pg.regex,
-        length=_length, epoch=_epoch, binary_text=_binary_text(sa.Text, "C"), catalog_columns=_postgres_catalog,
+        length=_length, epoch=_epoch, binary_text=_binary_text(sa.Text, "C"), nan=_nan_equal,
+        catalog_columns=_postgres_catalog,
         type_spellings=TYPE_SPELLINGS, measures_per_statement=1500, distinct_counts_per_statement=1500,
         key_groups=False, sample_arrays=True, checks_unvouched=False),
     # DuckDB holds a hash table for each distinct count at once
@@ -388,7 +405,7 @@ DIALECTS: dict[str, Dialect] = {
         name="duckdb", driver="duckdb", engine_options=_duckdb_options, prepare=_duckdb_confine,
         settings=DUCKDB_SETTINGS, begin=_duckdb_begin, interrupt=_duckdb_interrupt,
         server_timeout=no_server_timeout, names_need_schema=False, qualifier=qualifier, regex=_duckdb_regex,
-        length=_length, epoch=_epoch, binary_text=_binary_text(sa.String, "binary"),
+        length=_length, epoch=_epoch, binary_text=_binary_text(sa.String, "binary"), nan=_is_nan("isnan"),
         catalog_columns=_catalog_columns, type_spellings=TYPE_SPELLINGS,
         measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT, distinct_counts_per_statement=50,
         key_groups=True, why_not_read_only=None, sample_arrays=True, checks_unvouched=False),
@@ -398,7 +415,7 @@ DIALECTS: dict[str, Dialect] = {
         name="mysql", driver="mysql+pymysql", engine_options=dialect_mysql.options, prepare=None, settings=(),
         begin=dialect_mysql.begin, interrupt=None, server_timeout=dialect_mysql.timed_out, names_need_schema=False,
         qualifier=dialect_mysql.qualifier, regex=dialect_mysql.regex, length=dialect_mysql.length,
-        epoch=dialect_mysql.epoch, binary_text=dialect_mysql.binary_text,
+        epoch=dialect_mysql.epoch, binary_text=dialect_mysql.binary_text, nan=None,
         catalog_columns=dialect_mysql.catalog_columns,
         type_spellings={**TYPE_SPELLINGS, **dialect_mysql.TYPE_SPELLINGS}, measures_per_statement=1000,
         distinct_counts_per_statement=100, key_groups=False,
@@ -416,7 +433,7 @@ DIALECTS: dict[str, Dialect] = {
         server_timeout=spark.server_timeout, regex=spark.regex, epoch=spark.epoch,
         # text as the column compares: a `CAST(… AS STRING)` would drop a UTF8_LCASE collation, but
         # Spark cannot then resolve the samples' ORDER BY over the GROUP BY of that expression
-        binary_text=None, catalog_columns=spark.catalog_columns,
+        binary_text=None, nan=_is_nan("isnan"), catalog_columns=spark.catalog_columns,
         type_spellings={**TYPE_SPELLINGS, **spark.SPELLINGS}, distinct_counts_per_statement=50)
        for name in ("hive", "databricks")},
 }

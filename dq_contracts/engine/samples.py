@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Iterable
 
 import sqlalchemy as sa
@@ -73,10 +74,17 @@ def _add_samples(failing: list[tuple[CheckPlan, CheckResult]], checked: CheckedO
 
 
 def _keep(values: Iterable[Any]) -> list[Any]:
-    """Up to SAMPLE_LIMIT distinct values, smallest first (NULL last), as JSON values."""
-    seen = {(tuple(v) if isinstance(v, (list, tuple)) else v) for v in values}
-    ordered = sorted(seen, key=lambda v: (v is None, v))[:SAMPLE_LIMIT]
+    """Up to SAMPLE_LIMIT distinct values, smallest first (NaN, then NULL, last), as JSON values."""
+    seen = {(tuple(v) if isinstance(v, (list, tuple)) else _one_nan(v)) for v in values}
+    ordered = sorted(seen, key=lambda v: (v is None, v is math.nan, 0 if v is None or v is math.nan else v))
+    ordered = ordered[:SAMPLE_LIMIT]
     return [[_jsonable(x) for x in v] if isinstance(v, tuple) else _jsonable(v) for v in ordered]
+
+
+
+def _one_nan(value: Any) -> Any:
+    """Every NaN as the one `math.nan`: two NaNs are unequal, so a set would keep each row's."""
+    return math.nan if isinstance(value, float) and math.isnan(value) else value
 
 
 

@@ -402,7 +402,9 @@ def _object_plan(obj: dict, object_name: str, base: list, checks: list[CheckPlan
     )
 
 
-_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+# the addresses Dagster takes as owners (ASCII only: `józef@…`, or one holding a zero-width space,
+# would make Dagster refuse the asset, so such a member is dropped and listed instead)
+_EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,7}")
 
 
 def _owners(team: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -416,7 +418,7 @@ def _owners(team: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
         if not isinstance(member, dict) or member.get("dateOut"):
             continue
         username = str(member.get("username") or "")
-        if _EMAIL.match(username):
+        if _EMAIL.fullmatch(username):
             owners.append(username)
         elif username:
             dropped.append(username)

@@ -11,11 +11,13 @@ import hashlib
 import json
 import keyword
 import re
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
 from dq_contracts.odcs.paths import parts_of
+from dq_contracts.odcs.visible import INVISIBLE  # never in a name, not even as `_`
 from dq_contracts.odcs.plans import CheckPlan, ContractPlan, SchedulePlan
 
 
@@ -71,9 +73,51 @@ OBJECT_OPS = ("", "table", "relationships")  # the object's own clauses, table-w
 
 
 
+# Letters NFKD leaves alone that have a usual ASCII spelling (lower case; a capital is capitalised):
+# Latin ones, Greek, and Cyrillic (as in ISO 9's common romanisation, its accents taken off by NFKD)
+SPELLINGS = {
+    **dict(zip("ßæœøđðþłıħŋĸſ", "ss ae oe o d d th l i h ng q s".split())),
+    **dict(zip("αβγδεζηθικλμνξοπρσςτυφχψω", "a b g d e z e th i k l m n x o p r s s t y f ch ps o".split())),
+    **dict(zip("абвгдежзиклмнопрстуфхцчшщыэюяєіґ",
+               "a b v g d e zh z i k l m n o p r s t u f kh ts ch sh shch y e yu ya ye i g".split())),
+    "ъ": "", "ь": "", "й": "i",
+}
+
+
+def ascii_name(text: str) -> str:
+    """`text` in ASCII letters, digits and `_`, case kept: invisible characters dropped, accents taken
+    off (NFKD: `café` → `cafe`, `ｆｕｌｌ` → `full`), `ß` → `ss`, Greek and Cyrillic romanised, a
+    digit of any script as its value, and a letter of any other script as its code point, `_` between
+    (`日付` → `u65e5_u4ed8`): readable, stable, and one letter never spelt as another's code."""
+    out: list[str] = []
+    apart = False  # the last piece was a code point: a letter after it starts a new piece
+    for char in unicodedata.normalize("NFKD", text):
+        lower = char.lower()
+        if char.isascii():
+            piece = char if char.isalnum() or char == "_" else "_"
+        elif unicodedata.category(char) in INVISIBLE or unicodedata.combining(char):
+            continue
+        elif lower in SPELLINGS:
+            piece = SPELLINGS[lower].capitalize() if char != lower else SPELLINGS[lower]
+        elif unicodedata.decimal(char, None) is not None:
+            piece = str(unicodedata.decimal(char))
+        elif char.isalnum():
+            piece = ("_" if out and out[-1][-1:].isalnum() else "") + f"u{ord(char):04x}"
+            out.append(piece)
+            apart = True
+            continue
+        else:
+            piece = "_"
+        if apart and piece[:1].isalnum():
+            out.append("_")
+        apart = False
+        out.append(piece)
+    return "".join(out)
+
+
 def dagster_name(text: str) -> str:
-    """A valid Dagster name ([a-z0-9_]) from any text; `__` separates parts, so runs of 3+ go."""
-    name = re.sub(r"[^a-z0-9_]", "_", text.strip().lower())
+    """A valid Dagster name ([a-z0-9_]) from any text (ascii_name); `__` separates parts, so runs of 3+ go."""
+    name = ascii_name(text.strip()).lower()
     name = re.sub(r"_{3,}", "__", name).strip("_")
     return name or "x"
 
@@ -275,4 +319,4 @@ def asset_key_for(physical_name: str, custom: dict[str, Any]) -> tuple[str, ...]
         parts = override.split("/")
     else:
         parts = physical_name.split(".")
-    return tuple(re.sub(r"[^A-Za-z0-9_]", "_", p.strip()) or "x" for p in parts if p.strip()) or ("x",)
+    return tuple(ascii_name(p.strip()) or "x" for p in parts if p.strip()) or ("x",)

@@ -14,6 +14,7 @@ from dq_contracts.odcs.params import Params
 from dq_contracts.odcs.partitions import PartitionPlan
 from dq_contracts.odcs.paths import clause_location
 from dq_contracts.odcs.servers import servers_handling
+from dq_contracts.odcs.visible import visible_all
 
 
 class Severity(StrEnum):
@@ -117,6 +118,8 @@ class CheckPlan:
             object.__setattr__(self, "answers", (ClauseAt(self.clause, self.line, self.where),))
         if not isinstance(self.params, CHECK_KINDS[self.kind].params):
             object.__setattr__(self, "params", params_for(self.kind, self.params or {}))
+        for text in ("description", "where"):  # for people: what hides or reorders text shows escaped
+            object.__setattr__(self, text, visible_all(getattr(self, text)))
 
     @property
     def clauses(self) -> tuple[str, ...]:
@@ -145,6 +148,9 @@ class NotEnforced:
     code: str  # a Reason (clauses/vocabulary.py: the closed set)
     reason: str
     object: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reason", visible_all(self.reason))
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from dq_contracts.odcs.closed_sets import StrEnum
 from typing import Any, Sequence
 
+from dq_contracts.odcs.visible import visible_all
+
 
 class ProblemSeverity(StrEnum):
     ERROR = "error"
@@ -35,9 +37,11 @@ class Problem:
     def __post_init__(self) -> None:  # closed sets: a severity or reach spelled otherwise is refused here
         object.__setattr__(self, "severity", ProblemSeverity(self.severity))
         object.__setattr__(self, "reach", Reach(self.reach))
+        object.__setattr__(self, "message", visible_all(self.message))  # for people: nothing hidden or reordered
+        object.__setattr__(self, "path", visible_all(self.path))
 
     def render(self) -> str:
-        where = self.file if self.line is None else f"{self.file}:{self.line}"
+        where = visible_all(self.file if self.line is None else f"{self.file}:{self.line}")
         label = "" if self.severity == ProblemSeverity.ERROR else "warning: "
         path = f"{self.path}: " if self.path else ""
         return f"{where}: {label}{path}{self.message}"

@@ -12,7 +12,7 @@ import yaml
 from dq_contracts.odcs.load import load_contracts
 from dq_contracts.engine.runner import run_object
 from dq_contracts.engine.schema_check import normalise_type
-from dq_contracts_tests.support import MATRIX_PROPERTIES, MATRIX_QUALITY, spark_engine, spark_table
+from dq_contracts_tests.support import MATRIX_PROPERTIES, MATRIX_QUALITY, spark_engine, spark_table, special_floats
 
 CONTRACT = {
     "apiVersion": "v3.2.0", "kind": "DataContract", "id": "m", "version": "1.0.0", "status": "active",
@@ -25,36 +25,45 @@ CONTRACT = {
 }
 
 NOW = dt.datetime(2026, 6, 1, 12, tzinfo=dt.timezone.utc)
+NAN = float("nan")
 GOOD = [
-    (1, "AB", "a@x.io", 10.5, "2021-01-01", "a", None, "2026-06-01 06:00:00"),
-    (2, "CD", "b@x.io", 0, "2022-01-01", "b", 1, "2026-05-31 18:00:00"),
-    (3, "EFG", None, 99.5, "2023-01-01", "a", 2, None),
+    (1, "AB", "a@x.io", 10.5, "2021-01-01", "a", None, "2026-06-01 06:00:00", 0.5),
+    (2, "CD", "b@x.io", 0, "2022-01-01", "b", 1, "2026-05-31 18:00:00", 0.0),
+    (3, "EFG", None, 99.5, "2023-01-01", "a", 2, None, None),
 ]
 BAD = [
-    (1, "AB", "not-an-email", -1, "2019-01-01", "z", 7, "2026-05-01 00:00:00"),
-    (1, "a", "b@x.io", 100, "2021-01-01", "", 7, "2026-05-02 00:00:00"),
-    (None, "ABCD", None, 0.3, "2021-01-01", None, None, None),
-    (4, "a", None, 1, "2021-01-01", "", None, None),
-    (5, "XY", None, 1, "2021-01-01", "", None, None),
-    (6, None, None, 1, "2021-01-01", "", None, None),
+    (1, "AB", "not-an-email", -1, "2019-01-01", "z", 7, "2026-05-01 00:00:00", NAN),
+    (1, "a", "b@x.io", 100, "2021-01-01", "", 7, "2026-05-02 00:00:00", 1.0),
+    (None, "ABCD", None, 0.3, "2021-01-01", None, None, None, 1.0),
+    (4, "a", None, 1, "2021-01-01", "", None, None, None),
+    (5, "XY", None, 1, "2021-01-01", "", None, None, 2.0),
+    (6, None, None, 1, "2021-01-01", "", None, None, 3.0),
 ]
 
 
 DDL = ('CREATE TABLE "TABLE" (id INTEGER, code VARCHAR(8), email VARCHAR(64), amount DECIMAL(12,2), '
-       'day DATE, kind VARCHAR(8), parent INTEGER, ts TIMESTAMP)')
+       'day DATE, kind VARCHAR(8), parent INTEGER, ts TIMESTAMP, ratio DOUBLE PRECISION)')
+COLUMNS = ("id", "code", "email", "amount", "day", "kind", "parent", "ts", "ratio")
 
 
 def fill(engine, rows):
+    """"TABLE" holding `rows`; a NaN written as a cast of its text (support.special_floats)."""
+    table = sa.table(sa.sql.quoted_name("TABLE", quote=True), *(sa.column(c) for c in COLUMNS))
     with engine.begin() as c:
         c.exec_driver_sql(DDL)
-        for row in rows:
-            c.execute(sa.text('INSERT INTO "TABLE" VALUES (:a,:b,:c,:d,:e,:f,:g,:h)'), dict(zip("abcdefgh", row)))
+        if rows:
+            c.execute(sa.insert(table).values([special_floats(dict(zip(COLUMNS, row, strict=True))) for row in rows]))
     return engine
+
+
+def no_nan(rows):
+    """MariaDB stores no NaN: its bad ratio is a negative instead."""
+    return [tuple(-1.0 if v is NAN else v for v in row) for row in rows]
 
 
 # DDL's columns as Spark spells them (support.spark_table)
 SPARK_COLUMNS = {"id": "INT", "code": "VARCHAR(8)", "email": "VARCHAR(64)", "amount": "DECIMAL(12,2)",
-                 "day": "DATE", "kind": "VARCHAR(8)", "parent": "INT", "ts": "TIMESTAMP"}
+                 "day": "DATE", "kind": "VARCHAR(8)", "parent": "INT", "ts": "TIMESTAMP", "ratio": "DOUBLE"}
 
 
 @pytest.fixture(params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres),
@@ -82,7 +91,7 @@ def warehouse(request, tmp_path):
 
         def mariadb(rows, name="w"):
             fill(sa.create_engine(admin, connect_args={"init_command": "SET SESSION sql_mode = 'ANSI_QUOTES'"}),
-                 rows).dispose()
+                 no_nan(rows)).dispose()
             return engine_for(connection_for(mysql_server(reader), mysql_env(reader)))
 
         return mariadb
@@ -145,6 +154,7 @@ def test_every_check_fails_on_the_bad_table(plan, warehouse):
     assert results["code__pattern"].observed == 2
     assert results["email__format"].observed == 1
     assert results["amount__minimum"].observed == 1
+    assert results["ratio__minimum"].observed == 1  # the NaN (a negative on MariaDB)
     assert results["row_count"].observed == 6
     assert results["kind__missing_values"].observed == pytest.approx(100 * 5 / 6)
     assert results["id__primary_key"].observed == 2  # one duplicate, one NULL
@@ -244,8 +254,9 @@ COMPOUND = {
 @pytest.mark.parametrize("rows,observed", [
     (GOOD, 0),
     # (1, AB) is fine once; a NULL in either part of the key counts, so does a repeated tuple
-    (GOOD + [(1, "AB", None, 1, "2021-01-01", "a", None, None), (None, "ZZ", None, 1, "2021-01-01", "a", None, None),
-             (9, None, None, 1, "2021-01-01", "a", None, None)], 3),
+    (GOOD + [(1, "AB", None, 1, "2021-01-01", "a", None, None, None),
+             (None, "ZZ", None, 1, "2021-01-01", "a", None, None, None),
+             (9, None, None, 1, "2021-01-01", "a", None, None, None)], 3),
 ])
 def test_a_compound_primary_key(warehouse, tmp_path, rows, observed):
     path = tmp_path / "pk.odcs.yaml"

@@ -23,19 +23,19 @@ NOW = dt.datetime(2026, 6, 1, 12, tzinfo=dt.timezone.utc)
 # the clause matrix of test_engine.py, as Arrow (the same columns and rows)
 SCHEMA = pa.schema([("id", pa.int32()), ("code", pa.string()), ("email", pa.string()),
                     ("amount", pa.decimal128(12, 2)), ("day", pa.date32()), ("kind", pa.string()),
-                    ("parent", pa.int32()), ("ts", pa.timestamp("us"))])
+                    ("parent", pa.int32()), ("ts", pa.timestamp("us")), ("ratio", pa.float64())])
 GOOD = [
-    (1, "AB", "a@x.io", 10.5, "2021-01-01", "a", None, "2026-06-01 06:00:00"),
-    (2, "CD", "b@x.io", 0, "2022-01-01", "b", 1, "2026-05-31 18:00:00"),
-    (3, "EFG", None, 99.5, "2023-01-01", "a", 2, None),
+    (1, "AB", "a@x.io", 10.5, "2021-01-01", "a", None, "2026-06-01 06:00:00", 0.5),
+    (2, "CD", "b@x.io", 0, "2022-01-01", "b", 1, "2026-05-31 18:00:00", 0.0),
+    (3, "EFG", None, 99.5, "2023-01-01", "a", 2, None, None),
 ]
 BAD = [
-    (1, "AB", "not-an-email", -1, "2019-01-01", "z", 7, "2026-05-01 00:00:00"),
-    (1, "a", "b@x.io", 100, "2021-01-01", "", 7, "2026-05-02 00:00:00"),
-    (None, "ABCD", None, 0.3, "2021-01-01", None, None, None),
-    (4, "a", None, 1, "2021-01-01", "", None, None),
-    (5, "XY", None, 1, "2021-01-01", "", None, None),
-    (6, None, None, 1, "2021-01-01", "", None, None),
+    (1, "AB", "not-an-email", -1, "2019-01-01", "z", 7, "2026-05-01 00:00:00", float("nan")),
+    (1, "a", "b@x.io", 100, "2021-01-01", "", 7, "2026-05-02 00:00:00", 1.0),
+    (None, "ABCD", None, 0.3, "2021-01-01", None, None, None, 1.0),
+    (4, "a", None, 1, "2021-01-01", "", None, None, None),
+    (5, "XY", None, 1, "2021-01-01", "", None, None, 2.0),
+    (6, None, None, 1, "2021-01-01", "", None, None, 3.0),
 ]
 
 

@@ -69,3 +69,65 @@ def test_plan_names_the_schedules_dagster_defines():
     defined = {s.name for s in build_contract_defs(root / "contracts", contract_jobs=True).schedules}
     assert planned == defined and len(defined) == 3
     assert "urn" not in " ".join(planned)
+
+
+# (property name, the name of its `required` check): readable from any script, never a bare `x`, and
+# nothing that hides or reorders text (names.ascii_name)
+PROPERTY_NAMES = [
+    ("größe", "grosse__not_null"),
+    ("café", "cafe__not_null"),
+    ("Ærø", "aero__not_null"),
+    ("日付", "u65e5_u4ed8__not_null"),
+    ("注文 ID", "u6ce8_u6587_id__not_null"),
+    ("размер", "razmer__not_null"),
+    ("Ωμέγα", "omega__not_null"),
+    ("اسم", "u0627_u0633_u0645__not_null"),
+    ("ｆｕｌｌ", "full__not_null"),
+    ("٣ days", "3_days__not_null"),
+    ("amount\u202e", "amount__not_null"),  # a bidirectional override
+    ("am\u200bount", "amount__not_null"),  # a zero-width space
+    ("a\u2066b\u2069", "ab__not_null"),  # an isolate
+    ("\u200b", "x__not_null"),  # nothing visible at all
+]
+
+
+def test_a_name_from_any_property_name(tmp_path):
+    document = yaml.safe_load(yaml.safe_dump(BASE))
+    document["schema"][0]["properties"] = [{"name": n, "logicalType": "string", "required": True}
+                                           for n, _ in PROPERTY_NAMES]
+    made = {c.property: c.name for c in plan_of(tmp_path, document).objects[0].checks if c.kind == "not_null"}
+    expected = {n: name for n, name in PROPERTY_NAMES}
+    # names alike are told apart by their clause (a hash), as any two equal names are
+    alike = {name for name in expected.values() if list(expected.values()).count(name) > 1}
+    for prop, name in expected.items():
+        assert made[prop] == name or (name in alike and re.fullmatch(re.escape(name) + "_[0-9a-f]{6}", made[prop])), \
+            (prop, made[prop])
+    assert len(set(made.values())) == len(made)
+
+
+def plan_of(tmp_path, document):
+    path = tmp_path / "n.odcs.yaml"
+    path.write_text(yaml.safe_dump(document, allow_unicode=True), encoding="utf-8")
+    result = load_contracts([path])
+    assert [p.message for p in result.errors] == []
+    return result.plans[0]
+
+
+# (text of a contract, as people are shown it): what hides or reorders text is escaped visibly
+SHOWN = [
+    ("amount\u202e", "amount\\u202e"),
+    ("am\u200bount", "am\\u200bount"),
+    ("a\u2066b\u2069", "a\\u2066b\\u2069"),
+    ("bell\x07", "bell\\u0007"),
+    ("over\rwrite", "over\\u000dwrite"),
+    ("tag\U000e0041", "tag\\U000e0041"),
+    ("line\u2028break", "line\\u2028break"),
+    ("größe 日付 café", "größe 日付 café"),  # letters of any script show as they are
+    ("two\nlines\tand a tab", "two\nlines\tand a tab"),
+]
+
+
+def test_what_people_are_shown_of_a_contracts_text():
+    from dq_contracts.odcs.visible import visible
+
+    assert [visible(text) for text, _ in SHOWN] == [shown for _, shown in SHOWN]
