@@ -32,8 +32,8 @@ def check_result_of(result: CheckResult, spec: dg.AssetCheckSpec) -> dg.AssetChe
         "dq_contracts/clause": result.location,
         "dq_contracts/pointer": result.clause,
         # every clause it answers (a compound key: each column's primaryKey), the first being the two above
-        "dq_contracts/clauses": dg.MetadataValue.text("\n".join(result.locations)),
-        "dq_contracts/pointers": dg.MetadataValue.json(result.clauses),
+        "dq_contracts/clauses": dg.MetadataValue.text(visible("\n".join(result.locations))),
+        "dq_contracts/pointers": dg.MetadataValue.json(visible_all(list(result.clauses))),
         "dq_contracts/severity": str(result.severity),
         "dq_contracts/kind": result.kind,
         "dq_contracts/dimension": result.dimension,

@@ -130,8 +130,8 @@ class DqContractsTranslator:
                 "dq_contracts/clause": clause_text(plan, check),
                 "dq_contracts/pointer": check.clause,
                 # every clause it answers (a compound key: each column's primaryKey), first the two above
-                "dq_contracts/clauses": dg.MetadataValue.text("\n".join(check.locations(plan.file))),
-                "dq_contracts/pointers": dg.MetadataValue.json(list(check.clauses)),
+                "dq_contracts/clauses": dg.MetadataValue.text(visible("\n".join(check.locations(plan.file)))),
+                "dq_contracts/pointers": dg.MetadataValue.json(visible_all(list(check.clauses))),
                 "dq_contracts/kind": check.kind,
                 "dq_contracts/dimension": check.dimension,
                 "dq_contracts/severity": str(check.severity),  # Dagster stores no Enum, not even a StrEnum
