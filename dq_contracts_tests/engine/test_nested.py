@@ -1,0 +1,88 @@
+"""Nested properties where the data lives (engine/nested.py): the cases of cases/nested/<engine>.yaml,
+each a property of one table holding structs and arrays (or composites and JSONB), on that engine; on
+DuckDB also as the same rows in Parquet and JSON files. A case holds `case`, the ODCS `property` of
+`t` (or `object` keys merged into `t`), `check` (the name of the check it makes), `api` (the
+apiVersion, v3.1.0 unless given) and `expect`: `passed`, and where useful `observed`, `samples`,
+`error` (a part of it), `mismatches` (the schema check's type mismatches, in order, without the type found)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+import yaml
+
+from dq_contracts.engine.connections import connection_for, engine_for
+from dq_contracts.engine.runner import run_object
+from dq_contracts.odcs.load import load_contracts
+
+CASES_DIR = Path(__file__).parent / "cases" / "nested"
+TABLES = {path.stem: yaml.safe_load(path.read_text()) for path in sorted(CASES_DIR.glob("*.yaml"))}
+CASE_KEYS = {"case", "api", "property", "object", "check", "expect"}
+EXPECT_KEYS = {"passed", "observed", "samples", "error", "mismatches"}
+
+# where a table's cases run: (cases file, how the rows are read)
+WHERE = [("duckdb", "table", ()), ("duckdb", "parquet", ()), ("duckdb", "json", ()),
+         ("postgres", "table", (pytest.mark.postgres,))]
+PARAMS = [pytest.param(engine, reading, case, marks=marks, id=f"{engine}-{reading}/{case['case']}")
+          for engine, reading, marks in WHERE if engine in TABLES for case in TABLES[engine]["cases"]]
+
+
+def contract(case: dict) -> dict:
+    obj = {"name": "t", "physicalName": "t", **(case.get("object") or {})}
+    if "property" in case:
+        obj["properties"] = [case["property"], *obj.get("properties", [])]
+    return {"apiVersion": case.get("api", "v3.1.0"), "kind": "DataContract", "id": "c", "version": "1.0.0",
+            "status": "active", "schema": [obj]}
+
+
+def fill(engine: sa.Engine, table: dict) -> None:
+    """The engine's table from its cases file: the test's own DDL and literal rows, as written there."""
+    with engine.begin() as c:
+        for statement in [*table.get("setup", []), table["table"]]:
+            c.exec_driver_sql(statement)
+        for row in table["rows"]:
+            c.exec_driver_sql(f"INSERT INTO t VALUES ({row})")
+
+
+def checked_where(engine_name: str, reading: str, warehouse_of, tmp_path):
+    """(engine the checks run on, files or None)."""
+    server, _, engine = warehouse_of(engine_name)
+    fill(engine, TABLES[engine_name])
+    if reading == "table":
+        return engine, None
+    with engine.begin() as c:
+        c.execute(sa.text(f"COPY t TO :path (FORMAT {reading})").bindparams(path=str(tmp_path / f"t.{reading}")))
+    engine.dispose()
+    connection = connection_for({"server": "lake", "type": "local", "format": reading,
+                                 "path": "{model}." + reading}, {}, str(tmp_path))
+    return engine_for(connection), connection.files
+
+
+@pytest.mark.parametrize("engine_name, reading, case", PARAMS)
+def test_nested_case(engine_name, reading, case, warehouse_of, tmp_path):
+    assert set(case) <= CASE_KEYS and set(case["expect"]) <= EXPECT_KEYS, "a key the cases do not know"
+    path = tmp_path / "c.odcs.yaml"
+    path.write_text(yaml.safe_dump(contract(case)))
+    loaded = load_contracts([path])
+    assert loaded.problems == [], [p.message for p in loaded.problems]
+    plan = loaded.plans[0]
+    assert case["check"] in [c.name for c in plan.objects[0].checks], plan.not_enforced
+    engine, files = checked_where(engine_name, reading, warehouse_of, tmp_path)
+    [result] = run_object(plan, plan.objects[0], engine, selected=[case["check"]], files=files)
+    said = dict(passed=result.passed, observed=result.observed, samples=result.samples, error=result.error,
+                message=result.message, details=result.details)
+    expect = case["expect"]
+    assert result.passed is expect["passed"], said
+    if "observed" in expect:
+        assert result.observed == expect["observed"], said
+    if "samples" in expect:
+        assert sorted(map(str, result.samples)) == sorted(map(str, expect["samples"])), said
+    if "mismatches" in expect:
+        # as the engine spells the type found (a JSON file's integers are BIGINT): the words before it
+        assert [m.split(" (")[0] for m in result.details["type_mismatches"]] == expect["mismatches"], said
+    if "error" in expect:
+        assert expect["error"] in (result.error or ""), said
+    else:
+        assert result.error is None, said
