@@ -244,7 +244,7 @@ def _nulls(check: CheckPlan, checked: CheckedObject) -> tuple[str, ColumnElement
 
 def _is_null(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
     if check.params.get("path"):  # a NULL struct's fields are not judged: the struct's own `required` is
-        return sa.and_(nested.parents_present(check, checked.table, _row(checked)), _column(check, checked).is_(None))
+        return nested.is_null(check, checked.table, _row(checked))
     return _column(check, checked).is_(None)
 
 

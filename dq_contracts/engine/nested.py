@@ -105,13 +105,19 @@ def value(check: CheckPlan, table: Any, row: Any) -> ColumnElement:
 
 
 def parents_present(check: CheckPlan, table: Any, row: Any) -> ColumnElement:
-    """Every struct above the leaf is there: a NULL struct's fields are not judged."""
+    """Every struct above the leaf is there: a NULL struct's fields are not judged. IS DISTINCT FROM
+    NULL, because PostgreSQL's `row IS NOT NULL` is false for a composite with one NULL field."""
     expression = table.c[check.params["column"]]
-    present = [expression.is_not(None)]
+    present = [expression.is_distinct_from(None)]
     for step in path_of(check)[:-1]:
         expression = _access(row)(expression, step)
-        present.append(expression.is_not(None))
+        present.append(expression.is_distinct_from(None))
     return sa.and_(*present)
+
+
+def is_null(check: CheckPlan, table: Any, row: Any) -> ColumnElement:
+    """The leaf is NULL (itself, not each of its fields: a composite leaf too) under structs that are there."""
+    return sa.and_(parents_present(check, table, row), value(check, table, row).is_not_distinct_from(None))
 
 
 def items_view(check: CheckPlan, checked: Any, row: Any) -> tuple[CheckPlan, Any]:

@@ -3,7 +3,8 @@ each a property of one table holding structs and arrays (or composites and JSONB
 DuckDB also as the same rows in Parquet and JSON files. A case holds `case`, the ODCS `property` of
 `t` (or `object` keys merged into `t`), `check` (the name of the check it makes), `api` (the
 apiVersion, v3.1.0 unless given) and `expect`: `passed`, and where useful `observed`, `samples`,
-`error` (a part of it), `mismatches` (the schema check's type mismatches, in order, without the type found)."""
+`error` (a part of it), `mismatches` (the schema check's type mismatches, in order, without the type found); `xfail: <why>` marks a
+wrong verdict kept as a case until it is fixed."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from dq_contracts.odcs.load import load_contracts
 
 CASES_DIR = Path(__file__).parent / "cases" / "nested"
 TABLES = {path.stem: yaml.safe_load(path.read_text()) for path in sorted(CASES_DIR.glob("*.yaml"))}
-CASE_KEYS = {"case", "api", "property", "object", "check", "expect"}
+CASE_KEYS = {"case", "api", "property", "object", "check", "expect", "xfail"}
 EXPECT_KEYS = {"passed", "observed", "samples", "error", "mismatches"}
 
 # where a table's cases run: (cases file, how the rows are read)
@@ -61,8 +62,10 @@ def checked_where(engine_name: str, reading: str, warehouse_of, tmp_path):
 
 
 @pytest.mark.parametrize("engine_name, reading, case", PARAMS)
-def test_nested_case(engine_name, reading, case, warehouse_of, tmp_path):
+def test_nested_case(engine_name, reading, case, warehouse_of, tmp_path, request):
     assert set(case) <= CASE_KEYS and set(case["expect"]) <= EXPECT_KEYS, "a key the cases do not know"
+    if case.get("xfail"):
+        request.applymarker(pytest.mark.xfail(reason=case["xfail"], strict=True))
     path = tmp_path / "c.odcs.yaml"
     path.write_text(yaml.safe_dump(contract(case)))
     loaded = load_contracts([path])
