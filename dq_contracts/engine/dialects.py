@@ -340,6 +340,7 @@ class Dialect:
     # None: nested values are not addressed here (a nested clause's check says so)
     field_access: Callable[..., ColumnElement] | None
     unnest: Callable[[ColumnElement], ColumnElement] | None  # an array's items, one row each, in a SELECT list
+    json: nested.JsonAccess | None  # members of a JSON column's values (`-> 'key'`); None: not addressed
 
 
 GENERIC = Dialect(
@@ -349,7 +350,7 @@ GENERIC = Dialect(
     length=_length, epoch=_epoch, binary_text=None, catalog_columns=_catalog_columns,
     type_spellings=TYPE_SPELLINGS, measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT,
     distinct_counts_per_statement=DEFAULT_MEASURES_PER_STATEMENT, key_groups=False,
-    sample_arrays=True, checks_unvouched=False, field_access=None, unnest=None)
+    sample_arrays=True, checks_unvouched=False, field_access=None, unnest=None, json=None)
 
 # The warehouses reached through their own SQLAlchemy packages (pyproject's extras): GENERIC but for
 # what each row says. Snowflake begins a time-limited session but cannot make it read-only; the
@@ -387,7 +388,7 @@ DIALECTS: dict[str, Dialect] = {
         length=_length, epoch=_epoch, binary_text=_binary_text(sa.Text, "C"), catalog_columns=_postgres_catalog,
         type_spellings=TYPE_SPELLINGS, measures_per_statement=1500, distinct_counts_per_statement=1500,
         key_groups=False, sample_arrays=True, checks_unvouched=False, field_access=nested.field_of,
-        unnest=sa.func.unnest),
+        unnest=sa.func.unnest, json=nested.POSTGRES_JSON),
     # DuckDB holds a hash table for each distinct count at once
     "duckdb": Dialect(
         name="duckdb", driver="duckdb", engine_options=_duckdb_options, prepare=_duckdb_confine,
@@ -397,7 +398,7 @@ DIALECTS: dict[str, Dialect] = {
         catalog_columns=_catalog_columns, type_spellings=TYPE_SPELLINGS,
         measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT, distinct_counts_per_statement=50,
         key_groups=True, why_not_read_only=None, sample_arrays=True, checks_unvouched=False,
-        field_access=nested.field_of, unnest=sa.func.unnest),
+        field_access=nested.field_of, unnest=sa.func.unnest, json=None),
     # MySQL and MariaDB (engine/dialect_mysql.py): read-only only by the operator's SELECT-only user;
     # a table holds at most 4,096 columns, so a statement of 1,000 measures is well within its limits
     "mysql": Dialect(
@@ -411,7 +412,7 @@ DIALECTS: dict[str, Dialect] = {
         why_not_read_only="starts a check session READ ONLY with a statement timeout, but the session itself could "
                           "undo READ ONLY, so only credentials that can only read (a user granted SELECT alone) "
                           "keep it read-only",
-        sample_arrays=False, checks_unvouched=False, field_access=None, unnest=None),
+        sample_arrays=False, checks_unvouched=False, field_access=None, unnest=None, json=None),
     **WAREHOUSE_DIALECTS,
     # Spark SQL (engine/spark.py): a Spark Thrift server through PyHive (`hive://`), and a Databricks SQL
     # warehouse through databricks-sqlalchemy (a URL built from `_HOST`… has no `http_path`: Databricks
@@ -424,7 +425,7 @@ DIALECTS: dict[str, Dialect] = {
         # Spark cannot then resolve the samples' ORDER BY over the GROUP BY of that expression
         binary_text=None, catalog_columns=spark.catalog_columns,
         type_spellings={**TYPE_SPELLINGS, **spark.SPELLINGS}, distinct_counts_per_statement=50,
-        field_access=nested.field_of, unnest=sa.func.explode)
+        field_access=nested.field_of, unnest=sa.func.explode, json=None)
        for name in ("hive", "databricks")},
 }
 

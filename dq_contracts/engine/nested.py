@@ -14,10 +14,11 @@ array's item type, declared against the type the catalog spells.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.visitors import InternalTraversal
@@ -84,6 +85,43 @@ def leaf_is_text(check: CheckPlan) -> bool:
     return any(w in str(physical or "").lower() for w in ("char", "text", "string"))
 
 
+@dataclass(frozen=True)
+class JsonAccess:
+    """How a dialect addresses values inside a JSON column (a dialect row's `json`): they have no
+    declared inner types, so a leaf is read as text and cast to its declared logicalType."""
+
+    types: tuple[str, ...]  # the column types (physicalType, lower case) read as JSON
+    member: Callable[[ColumnElement, str], ColumnElement]  # a member, still JSON: `value -> 'key'`
+    text: Callable[[ColumnElement], ColumnElement]  # a JSON value as text: `value #>> '{}'`
+    elements: Callable[[ColumnElement], ColumnElement]  # an array's elements, one row each, in a SELECT list
+
+
+def _pg_member(expression: ColumnElement, key: str) -> ColumnElement:
+    # a key is a value here, not a name: bound, never spliced
+    return expression.op("->", return_type=JSONB)(sa.bindparam(None, key, type_=sa.Text))
+
+
+def _pg_text(expression: ColumnElement) -> ColumnElement:
+    return expression.op("#>>", return_type=sa.Text)(sa.literal([], type_=ARRAY(sa.Text)))
+
+
+POSTGRES_JSON = JsonAccess(types=("json", "jsonb"), member=_pg_member, text=_pg_text,
+                           elements=lambda value: sa.func.jsonb_array_elements(sa.cast(value, JSONB)))
+
+
+def _json(check: CheckPlan, row: Any) -> JsonAccess | None:
+    """The dialect's JSON access when the nested property's column is declared a JSON type."""
+    declared = str(check.params.get("column_type") or "").strip().lower()
+    access = getattr(row, "json", None)
+    return access if access is not None and declared in access.types else None
+
+
+def _json_leaf(check: CheckPlan, expression: ColumnElement, access: JsonAccess) -> ColumnElement:
+    typed = leaf_type(check)
+    text = access.text(expression)
+    return sa.cast(text, typed) if typed is not None and not isinstance(typed, sa.String) else text
+
+
 class NotAddressable(Exception):
     """The dialect cannot address a nested value: the check is not measured, and says why."""
 
@@ -95,10 +133,16 @@ def _access(row: Any) -> Callable[..., ColumnElement]:
     return row.field_access
 
 
-def value(check: CheckPlan, table: Any, row: Any) -> ColumnElement:
-    """The checked value of a struct path (no items step): `((t.address).geo).lat`."""
+def value(check: CheckPlan, table: Any, row: Any, *, leaf: bool = True) -> ColumnElement:
+    """The checked value of a struct path (no items step): `((t.address).geo).lat`; in a JSON
+    column, `CAST(t.address -> 'geo' -> 'lat' #>> '{}' AS NUMERIC)` (`leaf`: read and cast)."""
     expression = table.c[check.params["column"]]
     steps = path_of(check)
+    access = _json(check, row)
+    if access is not None:
+        for step in steps:
+            expression = access.member(expression, step)
+        return _json_leaf(check, expression, access) if leaf else expression
     for i, step in enumerate(steps):
         expression = _access(row)(expression, step, leaf_type(check) if i == len(steps) - 1 else None)
     return expression
@@ -109,9 +153,11 @@ def parents_present(check: CheckPlan, table: Any, row: Any) -> ColumnElement:
     NULL, because PostgreSQL's `row IS NOT NULL` is false for a composite with one NULL field."""
     expression = table.c[check.params["column"]]
     present = [expression.is_distinct_from(None)]
+    access = _json(check, row)
     for step in path_of(check)[:-1]:
-        expression = _access(row)(expression, step)
-        present.append(expression.is_distinct_from(None))
+        expression = access.member(expression, step) if access is not None else _access(row)(expression, step)
+        # a JSON null is not SQL's NULL: read as text, it is
+        present.append((access.text(expression) if access is not None else expression).is_distinct_from(None))
     return sa.and_(*present)
 
 
@@ -127,11 +173,17 @@ def items_view(check: CheckPlan, checked: Any, row: Any) -> tuple[CheckPlan, Any
     at = steps.index(ITEMS)
     column = str(check.params["column"])
     above = replace(check, params=replace(check.params, path=steps[:at] or None))
-    array = value(above, checked.table, row) if at else checked.table.c[column]
-    if row.unnest is None:
+    access = _json(check, row)
+    array = value(above, checked.table, row, leaf=False) if at else checked.table.c[column]
+    unnest = access.elements if access is not None else row.unnest
+    if unnest is None:
         raise NotAddressable(f"the {row.name or 'generic'} engine here unnests no array")
-    items = sa.select(row.unnest(array).label(column)).select_from(checked.table).subquery("items")
-    return replace(check, params=replace(check.params, path=steps[at + 1:] or None)), replace(checked, table=items)
+    items = sa.select(unnest(array).label(column)).select_from(checked.table).subquery("items")
+    rest = steps[at + 1:]
+    inner = replace(check, params=replace(check.params, path=rest or None))
+    if access is not None and not rest:  # each item a JSON scalar: the table of its values, cast
+        items = sa.select(_json_leaf(check, items.c[column], access).label(column)).subquery("item_values")
+    return inner, replace(checked, table=items)
 
 
 Row = Callable[[Any], Any]  # the checked object -> its dialect's row

@@ -83,7 +83,8 @@ class Clause:
         property on the path is classified (its values are then never sampled)."""
         leaf = self.prop or {}
         return {"path": steps(self.path), "leaf_type": [leaf.get("logicalType"), leaf.get("physicalType")],
-                "path_classified": path_classified(self.path, CLASSIFIED)}
+                "path_classified": path_classified(self.path, CLASSIFIED),
+                "column_type": self.path[0][1].get("physicalType")}
 
     def fails(self, kind: str, suffix: str, description: str, reason: str, parts: list | None = None,
               severity: str = "error", **kwargs: Any) -> CheckPlan:
