@@ -305,8 +305,10 @@ def _key_groups(check: CheckPlan, checked: CheckedObject, *, null_keys: bool = F
 def _duplicate_samples(check: CheckPlan, checked: CheckedObject, limit: int) -> sa.Select | None:
     if _single(check) is None:
         return None
-    col = _key(check, checked)
-    return _key_groups(check, checked).order_by(col).limit(limit)
+    groups = _key_groups(check, checked)
+    if check.params.get("path"):  # by its label: Spark resolves no struct field of the table after GROUP BY
+        return groups.order_by(list(groups.selected_columns)[0]).limit(limit)
+    return groups.order_by(_key(check, checked)).limit(limit)
 
 
 def _duplicate_rows(check: CheckPlan, checked: CheckedObject) -> sa.Select:

@@ -3,7 +3,7 @@ each a property of one table holding structs and arrays (or composites and JSONB
 DuckDB also as the same rows in Parquet and JSON files. A case holds `case`, the ODCS `property` of
 `t` (or `object` keys merged into `t`), `check` (the name of the check it makes), `api` (the
 apiVersion, v3.1.0 unless given) and `expect`: `passed`, and where useful `observed`, `samples`,
-`error` (a part of it), `note` (a part of the schema check's `nested_not_compared`), `mismatches` (the schema check's type mismatches, in order, without the type found); `xfail: <why>` marks a
+`error` (a part of it), `said` (a part of the result's sentence), `note` (a part of the schema check's `nested_not_compared`), `mismatches` (the schema check's type mismatches, in order, without the type found); `xfail: <why>` marks a
 wrong verdict kept as a case until it is fixed."""
 
 from __future__ import annotations
@@ -21,12 +21,13 @@ from dq_contracts.odcs.load import load_contracts
 CASES_DIR = Path(__file__).parent / "cases" / "nested"
 TABLES = {path.stem: yaml.safe_load(path.read_text()) for path in sorted(CASES_DIR.glob("*.yaml"))}
 CASE_KEYS = {"case", "api", "property", "object", "check", "expect", "xfail"}
-EXPECT_KEYS = {"passed", "observed", "samples", "error", "mismatches", "note"}
+EXPECT_KEYS = {"passed", "observed", "samples", "error", "mismatches", "note", "said"}
 
 # where a table's cases run: (cases file, engine, how the rows are read)
 WHERE = [("duckdb", "duckdb", "table", ()), ("duckdb", "duckdb", "parquet", ()), ("duckdb", "duckdb", "json", ()),
          ("postgres", "postgres", "table", (pytest.mark.postgres,)),
-         ("postgres_jsonb", "postgres", "table", (pytest.mark.postgres,))]
+         ("postgres_jsonb", "postgres", "table", (pytest.mark.postgres,)),
+         ("spark", "spark", "table", (pytest.mark.spark,))]
 PARAMS = [pytest.param(file, engine, reading, case, marks=marks, id=f"{file}-{reading}/{case['case']}")
           for file, engine, reading, marks in WHERE for case in TABLES[file]["cases"]]
 
@@ -44,8 +45,8 @@ def fill(engine: sa.Engine, table: dict) -> None:
     with engine.begin() as c:
         for statement in [*table.get("setup", []), table["table"]]:
             c.exec_driver_sql(statement)
-        for row in table["rows"]:
-            c.exec_driver_sql(f"INSERT INTO t VALUES ({row})")
+        # one statement (on Spark each is a job)
+        c.exec_driver_sql("INSERT INTO t VALUES " + ", ".join(f"({row})" for row in table["rows"]))
 
 
 def checked_where(file: str, engine_name: str, reading: str, warehouse_of, tmp_path):
@@ -86,6 +87,8 @@ def test_nested_case(file, engine_name, reading, case, warehouse_of, tmp_path, r
     if "mismatches" in expect:
         # as the engine spells the type found (a JSON file's integers are BIGINT): the words before it
         assert [m.split(" (")[0] for m in result.details["type_mismatches"]] == expect["mismatches"], said
+    if "said" in expect:
+        assert expect["said"] in result.message, said
     if "note" in expect:
         assert any(expect["note"] in n for n in result.details.get("nested_not_compared") or []), said
     if "error" in expect:
