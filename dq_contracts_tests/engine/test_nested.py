@@ -27,7 +27,8 @@ EXPECT_KEYS = {"passed", "observed", "samples", "error", "mismatches", "note", "
 WHERE = [("duckdb", "duckdb", "table", ()), ("duckdb", "duckdb", "parquet", ()), ("duckdb", "duckdb", "json", ()),
          ("postgres", "postgres", "table", (pytest.mark.postgres,)),
          ("postgres_jsonb", "postgres", "table", (pytest.mark.postgres,)),
-         ("spark", "spark", "table", (pytest.mark.spark,)), ("mariadb", "mariadb", "table", (pytest.mark.mariadb,))]
+         ("spark", "spark", "table", (pytest.mark.spark,)), ("mariadb", "mariadb", "table", (pytest.mark.mariadb,)),
+         ("snowflake", "snowflake", "table", ())]
 PARAMS = [pytest.param(file, engine, reading, case, marks=marks, id=f"{file}-{reading}/{case['case']}")
           for file, engine, reading, marks in WHERE for case in TABLES[file]["cases"]]
 
