@@ -69,3 +69,21 @@ def test_plan_names_the_schedules_dagster_defines():
     defined = {s.name for s in build_contract_defs(root / "contracts", contract_jobs=True).schedules}
     assert planned == defined and len(defined) == 3
     assert "urn" not in " ".join(planned)
+
+
+def test_nested_names_are_parts_of_their_path_and_unique(tmp_path):
+    """A struct field's check is `<property>__<field>__…`, an array's items' `<property>__items__…`;
+    a top-level property whose name spells the same path is a collision, resolved as any other (each
+    name gains a hash of its clause)."""
+    document = {**BASE, "schema": [{"name": "t", "properties": [
+        {"name": "address", "logicalType": "object", "properties": [
+            {"name": "City", "logicalType": "string", "required": True}]},
+        {"name": "address__city", "logicalType": "string", "required": True},
+        {"name": "tags", "logicalType": "array", "items": {"logicalType": "integer", "required": True}},
+    ]}]}
+    found = names(tmp_path, document)
+    nested, flat = found[("not_null", "address.City", (("mustBe", "0"),))], found[("not_null", "address__city",
+                                                                                  (("mustBe", "0"),))]
+    assert nested != flat and nested.startswith("address__city__not_null") and flat.startswith("address__city__not")
+    assert found[("not_null", "tags[]", (("mustBe", "0"),))] == "tags__items__not_null"
+    assert len(set(found.values())) == len(found) and all(re.fullmatch(r"[a-z0-9_]+", n) for n in found.values())
