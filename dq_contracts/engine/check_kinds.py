@@ -170,8 +170,8 @@ def _missing(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
     col, values = _column(check, checked), check.params["values"]
     present = _listed(values)
     conditions = [_compared(check, checked, present).in_(present)] if present else []
-    if None in values:
-        conditions.append(col.is_(None))
+    if None in values:  # a nested field's NULL only where its structs are there (_is_null)
+        conditions.append(_is_null(check, checked) if check.params.get("path") else col.is_(None))
     return sa.or_(*conditions)
 
 
