@@ -96,3 +96,13 @@ def test_nested_case(file, engine_name, reading, case, warehouse_of, tmp_path, r
         assert expect["error"] in (result.error or ""), said
     else:
         assert result.error is None, said
+
+
+def test_the_pure_core_and_the_dialect_rows_agree_on_what_addresses_nested_values():
+    """odcs/clauses/nested.NESTED_DIALECTS decides at load which servers' nested clauses are checked;
+    the engine rows that address struct fields and unnest arrays must be exactly those."""
+    from dq_contracts.engine.dialects import DIALECTS
+    from dq_contracts.odcs.clauses.nested import NESTED_DIALECTS
+
+    addressing = {name for name, row in DIALECTS.items() if row.field_access is not None and row.unnest is not None}
+    assert addressing == NESTED_DIALECTS
