@@ -249,9 +249,10 @@ def clauses_as_written(document: dict) -> set[str]:
 
     def properties(props, base):
         for pi, prop in enumerate(props or []):
-            if not isinstance(prop, dict):
-                continue
-            here = [*base, "properties", pi]
+            element(prop, [*base, "properties", pi])
+
+    def element(prop, here):  # a property, or an array's items
+        if isinstance(prop, dict):
             for flag in ("required", "unique", "primaryKey"):
                 if prop.get(flag) is True:
                     found.add(pointer([*here, flag]))
@@ -264,6 +265,7 @@ def clauses_as_written(document: dict) -> set[str]:
             for qi, _ in enumerate(prop.get("quality") or []):
                 found.add(pointer([*here, "quality", qi]))
             properties(prop.get("properties"), here)
+            element(prop.get("items"), [*here, "items"])
 
     for oi, obj in enumerate(document.get("schema") or []):
         found.add(pointer(["schema", oi]))

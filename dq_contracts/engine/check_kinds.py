@@ -32,6 +32,7 @@ from dq_contracts.engine.dialects import READERS, MissingTable, dialect_of, rule
 from dq_contracts.engine.schema_check import differences
 from dq_contracts.odcs.sqlrender import render as render_rule
 from dq_contracts.odcs.sqlrules import judge_sql_rule
+from dq_contracts.engine import nested
 from dq_contracts.engine import sentences as say
 from dq_contracts.engine.results import CheckResult, unevaluated
 from dq_contracts.engine.checked_object import CheckedObject
@@ -80,12 +81,23 @@ class Kind:
 # --- measures of the one aggregate ----------------------------------------------------------------
 
 def _column(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
+    """The checked value: the column, or a nested property's field of it (engine/nested.py)."""
+    if check.params.get("path"):
+        return nested.value(check, checked.table, dialect_of(checked.dialect))
     return checked.table.c[check.params["column"]]
 
 
 def _compared(check: CheckPlan, checked: CheckedObject, values: Iterable[Any] = ()) -> ColumnElement:
-    """The check's column as compared with `values` (CheckedObject.compared)."""
+    """The check's column as compared with `values` (CheckedObject.compared); a nested value by its
+    leaf's declared type."""
+    if check.params.get("path"):
+        col = _column(check, checked)
+        return as_bytes(col, checked.dialect) if nested.leaf_is_text(check) else col
     return checked.compared(check.params["column"], _column(check, checked), values)
+
+
+def _row(checked: CheckedObject) -> Any:
+    return dialect_of(checked.dialect)
 
 
 def _as_text(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
@@ -173,8 +185,8 @@ def _missing(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
     col, values = _column(check, checked), check.params["values"]
     present = _listed(values)
     conditions = [_compared(check, checked, present).in_(present)] if present else []
-    if None in values:
-        conditions.append(col.is_(None))
+    if None in values:  # a nested field's NULL only where its structs are there (_is_null)
+        conditions.append(_is_null(check, checked) if check.params.get("path") else col.is_(None))
     return sa.or_(*conditions)
 
 
@@ -216,6 +228,9 @@ def _rows_where(violation: Callable[[CheckPlan, CheckedObject], ColumnElement]) 
     """`SELECT <key and checked columns> FROM t WHERE <violation>`: every offending row."""
 
     def failing_rows(check: CheckPlan, checked: CheckedObject) -> sa.Select:
+        if nested.through_items(check):  # the offending items themselves
+            inner, items = nested.items_view(check, checked, _row(checked))
+            return sa.select(*items.table.c).where(violation(inner, items))
         listing = _listing(check, checked)
         return sa.select(*listing.table.c).where(violation(check, listing))
 
@@ -227,7 +242,7 @@ def _row_level(name: str, violation: Violation, identity: tuple[str, ...], words
     it, and listed by it."""
 
     def measure(check: CheckPlan, checked: CheckedObject) -> tuple[str, ColumnElement]:
-        key = ":".join([check.kind, check.params["column"], *(repr(check.params.get(k)) for k in identity)])
+        key = ":".join([check.kind, nested.subject(check), *(repr(check.params.get(k)) for k in identity)])
         return key, _count_where(violation(check, checked))
 
     def samples(check: CheckPlan, checked: CheckedObject, limit: int) -> sa.Select:
@@ -235,7 +250,8 @@ def _row_level(name: str, violation: Violation, identity: tuple[str, ...], words
         return sa.select(col.label(check.params["column"])).where(violation(check, checked)).group_by(col) \
             .order_by(col).limit(limit)
 
-    return Kind(name, measure=measure, judge=judge_count, samples=samples, sample_columns=_one_column,
+    return Kind(name, measure=nested.itemwise(measure, _row), judge=judge_count,
+                samples=nested.itemwise_query(samples, _row), sample_columns=_one_column,
                 failing_rows=_rows_where(violation), violation=violation, identity=identity, words=words, **extra)
 
 
@@ -244,11 +260,15 @@ def _sampled_values(check: CheckPlan) -> list[Any]:
 
 
 def _nulls(check: CheckPlan, checked: CheckedObject) -> tuple[str, ColumnElement]:
+    if check.params.get("path"):  # a field of a struct that is there
+        return f"nulls:{nested.subject(check)}", _count_where(_is_null(check, checked))
     col = _column(check, checked)
     return f"nulls:{check.params['column']}", sa.func.count() - sa.func.count(col)
 
 
 def _is_null(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
+    if check.params.get("path"):  # a NULL struct's fields are not judged: the struct's own `required` is
+        return nested.is_null(check, checked.table, _row(checked))
     return _column(check, checked).is_(None)
 
 
@@ -274,9 +294,16 @@ def _duplicates(check: CheckPlan, checked: CheckedObject) -> tuple[str, ColumnEl
     if _single(check) is None:  # a compound key: its own GROUP BY, as a subquery of the table's statement
         return prefix + ",".join(key), compound_duplicates(checked.table, key, count_nulls=is_key,
                                                            compared=checked.key).scalar_subquery()
-    col = checked.key(_single(check), checked.table.c[_single(check)])
+    col = _key(check, checked)
     extra = sa.func.count(col) - sa.func.count(sa.distinct(col))
-    return prefix + _single(check), (sa.func.count() - sa.func.count(col)) + extra if is_key else extra
+    return prefix + nested.subject(check), (sa.func.count() - sa.func.count(col)) + extra if is_key else extra
+
+
+def _key(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
+    """A single key as grouped and counted distinct: its column, or a struct's field."""
+    if check.params.get("path"):
+        return _compared(check, checked)
+    return checked.key(_single(check), checked.table.c[_single(check)])
 
 
 def _keys_apart(check: CheckPlan) -> bool:
@@ -284,13 +311,15 @@ def _keys_apart(check: CheckPlan) -> bool:
     19 clauses): PostgreSQL plans no parallel workers for an aggregate holding COUNT(DISTINCT …)
     (3.98 s in one statement; 1.72 s for the rest, in parallel, + 2.08 s of distinct counts), and
     DuckDB costs the same either way (0.84 / 0.82 s) but holds a hash table per distinct count at
-    once: 500 of them take 1.1 GB on a 3-row table, so they go 50 to a statement there."""
-    return _single(check) is not None
+    once: 500 of them take 1.1 GB on a 3-row table, so they go 50 to a statement there. (A struct's
+    field stays in the table's statement: the GROUP BY of key columns reads columns only.)"""
+    return _single(check) is not None and not check.params.get("path")
 
 
 def _key_groups(check: CheckPlan, checked: CheckedObject, *, null_keys: bool = False) -> sa.Select:
     """The key values held by more than one row (with null_keys, and the keys with a NULL part)."""
-    cols = [checked.key(c, checked.table.c[c]).label(c) for c in check.params["columns"]]
+    cols = ([_key(check, checked).label(check.params["column"])] if check.params.get("path") else
+            [checked.key(c, checked.table.c[c]).label(c) for c in check.params["columns"]])
     complete = sa.and_(*(c.is_not(None) for c in cols))
     repeated = sa.func.count() > 1
     groups = sa.select(*cols).group_by(*cols)
@@ -300,8 +329,10 @@ def _key_groups(check: CheckPlan, checked: CheckedObject, *, null_keys: bool = F
 def _duplicate_samples(check: CheckPlan, checked: CheckedObject, limit: int) -> sa.Select | None:
     if _single(check) is None:
         return None
-    col = checked.key(_single(check), checked.table.c[_single(check)])
-    return _key_groups(check, checked).order_by(col).limit(limit)
+    groups = _key_groups(check, checked)
+    if check.params.get("path"):  # by its label: Spark resolves no struct field of the table after GROUP BY
+        return groups.order_by(list(groups.selected_columns)[0]).limit(limit)
+    return groups.order_by(_key(check, checked)).limit(limit)
 
 
 def _duplicate_rows(check: CheckPlan, checked: CheckedObject) -> sa.Select:
@@ -428,6 +459,7 @@ def _one_column(check: CheckPlan) -> list[str]:
 
 
 _NULL_ROWS = _rows_where(_is_null)
+_NULLS = nested.itemwise(_nulls, _row)
 
 
 def _keyed(kind: str, words: Words) -> Kind:
@@ -442,8 +474,8 @@ _DUPLICATES = say.keys("duplicate value", "duplicate values", "no duplicate valu
 # partitioned table, what its observed value counts) is `odcs.check_kinds.CHECK_KINDS`.
 KINDS: dict[str, Kind] = {k.name: k for k in [
     Kind("schema", evaluate=_catalog, judge=judge_schema, failing_rows=None, words=say.schema, counts_rows=False),
-    Kind("not_null", measure=_nulls, judge=judge_count, failing_rows=_NULL_ROWS, words=say.nulls),
-    Kind("null_values", measure=_nulls, judge=judge_count, failing_rows=_NULL_ROWS, words=say.nulls),
+    Kind("not_null", measure=_NULLS, judge=judge_count, failing_rows=_NULL_ROWS, words=say.nulls),
+    Kind("null_values", measure=_NULLS, judge=judge_count, failing_rows=_NULL_ROWS, words=say.nulls),
     _keyed("unique", _DUPLICATES),
     _keyed("primary_key", say.keys("duplicate or NULL key", "duplicate or NULL keys", "every {key} present and unique")),
     _keyed("duplicate_values", _DUPLICATES),

@@ -30,7 +30,7 @@ from typing import Any, Callable, Mapping, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
-from dq_contracts.engine import dialect_mysql, spark
+from dq_contracts.engine import dialect_mysql, nested, spark
 from dq_contracts.engine import dialect_postgres as pg
 from dq_contracts.engine.dialect_postgres import RedefinitionError
 from dq_contracts.engine import warehouse_sql as ws
@@ -351,6 +351,11 @@ class Dialect:
     # one row of array subqueries serves a table's bounded samples (samples._bounded_samples); False
     # where the server has no array (MySQL): each failing clause's samples query runs alone
     sample_arrays: bool
+    # a struct's field as a column expression (engine/nested.py): (value, field, type) -> `(value).field`;
+    # None: nested values are not addressed here (a nested clause's check says so)
+    field_access: Callable[..., ColumnElement] | None
+    unnest: Callable[[ColumnElement], ColumnElement] | None  # an array's items, one row each, in a SELECT list
+    json: nested.JsonAccess | None  # members of a JSON column's values (`-> 'key'`); None: not addressed
 
 
 GENERIC = Dialect(
@@ -360,7 +365,7 @@ GENERIC = Dialect(
     length=_length, epoch=_epoch, binary_text=None, nan=_nan_equal, catalog_columns=_catalog_columns,
     type_spellings=TYPE_SPELLINGS, measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT,
     distinct_counts_per_statement=DEFAULT_MEASURES_PER_STATEMENT, key_groups=False,
-    sample_arrays=True, checks_unvouched=False)
+    sample_arrays=True, checks_unvouched=False, field_access=None, unnest=None, json=None)
 
 # The warehouses reached through their own SQLAlchemy packages (pyproject's extras): GENERIC but for
 # what each row says. Snowflake begins a time-limited session but cannot make it read-only; the
@@ -399,7 +404,8 @@ DIALECTS: dict[str, Dialect] = {
         length=_length, epoch=_epoch, binary_text=_binary_text(sa.Text, "C"), nan=_nan_equal,
         catalog_columns=_postgres_catalog,
         type_spellings=TYPE_SPELLINGS, measures_per_statement=1500, distinct_counts_per_statement=1500,
-        key_groups=False, sample_arrays=True, checks_unvouched=False),
+        key_groups=False, sample_arrays=True, checks_unvouched=False, field_access=nested.field_of,
+        unnest=sa.func.unnest, json=nested.POSTGRES_JSON),
     # DuckDB holds a hash table for each distinct count at once
     "duckdb": Dialect(
         name="duckdb", driver="duckdb", engine_options=_duckdb_options, prepare=_duckdb_confine,
@@ -408,7 +414,8 @@ DIALECTS: dict[str, Dialect] = {
         length=_length, epoch=_epoch, binary_text=_binary_text(sa.String, "binary"), nan=_is_nan("isnan"),
         catalog_columns=_catalog_columns, type_spellings=TYPE_SPELLINGS,
         measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT, distinct_counts_per_statement=50,
-        key_groups=True, why_not_read_only=None, sample_arrays=True, checks_unvouched=False),
+        key_groups=True, why_not_read_only=None, sample_arrays=True, checks_unvouched=False,
+        field_access=nested.field_of, unnest=sa.func.unnest, json=None),
     # MySQL and MariaDB (engine/dialect_mysql.py): read-only only by the operator's SELECT-only user;
     # a table holds at most 4,096 columns, so a statement of 1,000 measures is well within its limits
     "mysql": Dialect(
@@ -422,7 +429,7 @@ DIALECTS: dict[str, Dialect] = {
         why_not_read_only="starts a check session READ ONLY with a statement timeout, but the session itself could "
                           "undo READ ONLY, so only credentials that can only read (a user granted SELECT alone) "
                           "keep it read-only",
-        sample_arrays=False, checks_unvouched=False),
+        sample_arrays=False, checks_unvouched=False, field_access=None, unnest=None, json=None),
     **WAREHOUSE_DIALECTS,
     # Spark SQL (engine/spark.py): a Spark Thrift server through PyHive (`hive://`), and a Databricks SQL
     # warehouse through databricks-sqlalchemy (a URL built from `_HOST`… has no `http_path`: Databricks
@@ -434,7 +441,8 @@ DIALECTS: dict[str, Dialect] = {
         # text as the column compares: a `CAST(… AS STRING)` would drop a UTF8_LCASE collation, but
         # Spark cannot then resolve the samples' ORDER BY over the GROUP BY of that expression
         binary_text=None, nan=_is_nan("isnan"), catalog_columns=spark.catalog_columns,
-        type_spellings={**TYPE_SPELLINGS, **spark.SPELLINGS}, distinct_counts_per_statement=50)
+        type_spellings={**TYPE_SPELLINGS, **spark.SPELLINGS}, distinct_counts_per_statement=50,
+        field_access=nested.field_of, unnest=sa.func.explode, json=None)
        for name in ("hive", "databricks")},
 }
 

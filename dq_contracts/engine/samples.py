@@ -47,13 +47,17 @@ def _add_samples(failing: list[tuple[CheckPlan, CheckResult]], checked: CheckedO
             columns = kind.sample_columns(check)
             if not columns or (kind.samples is None and kind.violation is None):
                 continue
-            if any((checked.obj.column(c) is not None and checked.obj.column(c).classified) for c in columns):
+            if any((checked.obj.column(c) is not None and checked.obj.column(c).classified) for c in columns) \
+                    or check.params.get("path_classified"):
                 result.details["samples_withheld"] = "the column is classified; sample values are never fetched"
                 continue
             count = counted(result)
             found = measured.samples.get(measured.key_of.get(check.name, "")) if measured is not None else None
             if found is not None:  # the measure's own GROUP BY found them
                 result.samples = _keep(found)
+            elif check.params.get("path"):  # a nested value: the kind's own query reads it (or its items)
+                if kind.samples is not None:
+                    bounded.append((check, result, kind.samples(check, checked, SAMPLE_LIMIT)))
             elif kind.violation is not None and count is not None and count <= RARE_ROWS:
                 rare.append((check, result))
             elif kind.violation is not None:

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 
 from dq_contracts.engine.dialects import READERS, TYPE_SPELLINGS, MissingTable, dialect_of
 from dq_contracts.engine.checked_object import CheckedObject
+from dq_contracts.engine.nested import nested_differences
 from dq_contracts.odcs.servers import server_type_of_dialect
 
 # ODCS logicalType → the SQLAlchemy type families a column of that logical type may have
@@ -119,11 +120,16 @@ def read_catalog(checked: CheckedObject, connection: sa.Connection) -> dict[str,
 
 
 def differences(check: Any, checked: CheckedObject, connection: sa.Connection) -> dict[str, Any]:
+    from dq_contracts.engine.sql import qualified_parts
+
     actual = read_catalog(checked, connection)
+    *prefix, table = qualified_parts(checked.obj.physical_name, checked.schema)
+    parts = (prefix, table)
     missing: list[str] = []
     mismatched: list[str] = []
     logical: list[str] = []
     nullable: list[str] = []
+    notes: list[str] = []
     declared = set()
     exact = {str(c["name"]): c for c in actual.values()}
     for column in check.params["columns"]:
@@ -146,6 +152,9 @@ def differences(check: Any, checked: CheckedObject, connection: sa.Connection) -
                 mismatched.append(f"{name}: declared {column['physical_type']}, found {real_text}")
         elif logical_mismatch(column.get("logical_type"), real):
             logical.append(f"{name}: declared logicalType {column['logical_type']}, found {real_text}")
+        inside, unchecked = nested_differences(column, found, checked, connection, parts)  # engine/nested.py
+        mismatched += inside
+        notes += unchecked
         if column.get("required") and found.get("nullable"):
             nullable.append(name)
     return {
@@ -157,4 +166,5 @@ def differences(check: Any, checked: CheckedObject, connection: sa.Connection) -
         "logical_type_mismatches": logical,
         "undeclared_columns": sorted(n for n in actual if n not in declared),
         "required_but_nullable": nullable,
+        **({"nested_not_compared": notes} if notes else {}),
     }

@@ -135,6 +135,13 @@ def offending(what: Phrase, nothing: Phrase | None = None) -> Words:
     def words(check: CheckPlan, result: CheckResult) -> str:
         count, total = _counted(check, result), result.row_count
         phrase = what(check.params)
+        noun = _noun(check)
+        if noun == "item":  # an array's items are counted; the rows hold any number of them
+            if count is None:
+                return _judged(check, f"the items {phrase} were not counted")
+            none = (nothing(check.params) if nothing is not None else f"no value {phrase}") + " among the items"
+            return _judged(check, (none if count == 0 else f"{rows(count, noun)} {phrase}")
+                           + (f" in {rows(total)}" if total is not None else ""))
         if count is None:
             return _judged(check, f"the rows {phrase} were not counted")
         if count == 0:
@@ -174,12 +181,19 @@ def target(p: Params) -> str:
 
 # --- kinds with words of their own ----------------------------------------------------------------
 
+def _noun(check: CheckPlan) -> str:
+    """What a row-level clause counts: rows, or an array's items (odcs/clauses/nested.py)."""
+    return "item" if "[]" in (check.params.get("path") or []) else "row"
+
+
 def nulls(check: CheckPlan, result: CheckResult) -> str:
-    """`no NULL in 120 rows`, `3 NULLs in 120 rows (2.5 %)`."""
+    """`no NULL in 120 rows`, `3 NULLs in 120 rows (2.5 %)`; an array's `2 NULL items in 120 rows`."""
     count, total = _counted(check, result), result.row_count
     within = f" in {rows(total)}" if total is not None else ""
     if count is None:
         return _judged(check, "the NULLs were not counted")
+    if _noun(check) == "item":
+        return _judged(check, ("no NULL item" if count == 0 else rows(count, "NULL item")) + within)
     if count == 0:
         return _judged(check, f"no NULL{within}")
     return _judged(check, f"{rows(count, 'NULL')}{within}{_share(count, total)}")
@@ -190,7 +204,7 @@ def keys(one: str, many: str, nothing: str) -> Words:
 
     def words(check: CheckPlan, result: CheckResult) -> str:
         count, total = _counted(check, result), result.row_count
-        key = ", ".join(check.params.get("columns") or []) or "?"
+        key = (check.property if check.params.get("path") else ", ".join(check.params.get("columns") or [])) or "?"
         within = f" in {rows(total)}" if total is not None else ""
         if count is None:
             return _judged(check, f"the {many} of {key} were not counted")

@@ -123,6 +123,14 @@ SPELLINGS: Mapping[str, str] = {"float": "real", "long": "bigint", "short": "sma
 
 def _type_text(spark_type: Mapping[str, Any]) -> str:
     name = str(spark_type.get("name"))
+    # nested types as Spark spells them in DDL, which the schema check reads inside (engine/nested.py)
+    if name == "struct":
+        return "struct<" + ",".join(f"{f.get('name')}:{_type_text(f.get('type') or {})}"
+                                    for f in spark_type.get("fields") or []) + ">"
+    if name == "array":
+        return f"array<{_type_text(spark_type.get('element_type') or {})}>"
+    if name == "map":
+        return f"map<{_type_text(spark_type.get('key_type') or {})},{_type_text(spark_type.get('value_type') or {})}>"
     if "precision" in spark_type:
         return f"{name}({spark_type['precision']},{spark_type.get('scale', 0)})"
     return f"{name}({spark_type['length']})" if "length" in spark_type else name

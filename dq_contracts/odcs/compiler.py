@@ -31,7 +31,7 @@ from dq_contracts.odcs.plans import (
 )
 from dq_contracts.odcs.problems import Problem
 from dq_contracts.odcs.validate import ValidatedContract
-from dq_contracts.odcs.clauses import CLAUSES, quality_kind
+from dq_contracts.odcs.clauses import CLAUSES, nested, quality_kind
 from dq_contracts.odcs.clauses.context import Clause, _Compiling
 from dq_contracts.odcs.clauses.vocabulary import LATENCY_PROPERTIES, Reason
 from dq_contracts.odcs.folder import FolderIndex
@@ -47,37 +47,47 @@ from dq_contracts.odcs.names import _unique_names, _unique_schedule_names, asset
 
 
 def _property_clauses(props: Any, base: list, obj: dict, object_name: str, ctx: _Compiling,
-                      nested: bool) -> Iterable[Clause]:
+                      path: tuple = ()) -> Iterable[Clause]:
     for pi, prop in enumerate(props if isinstance(props, list) else []):
-        if not isinstance(prop, dict):
-            continue
-        here = [*base, "properties", pi]
+        if isinstance(prop, dict):
+            yield from _element_clauses(prop, [*base, "properties", pi], obj, object_name, ctx,
+                                        (*path, (nested.step_of(prop), prop)))
 
-        def clause(kind: str, parts: list, value: Any) -> Clause:
-            return Clause("nested" if nested else kind, parts, value, obj, object_name, prop, ctx)
 
-        if nested and prop.get("primaryKey") is True:  # top-level keys are gathered by _with_primary_key
-            yield clause("primaryKey", [*here, "primaryKey"], True)
-        if prop.get("required") is True:
-            yield clause("required", [*here, "required"], True)
-        if prop.get("unique") is True:
-            yield clause("unique", [*here, "unique"], True)
-        options = prop.get("logicalTypeOptions")
-        for key, value in (options.items() if isinstance(options, dict) else []):
-            kind = f"option:{key}"
-            if kind not in CLAUSES:
-                kind = "option:*"
-            yield clause(kind, [*here, "logicalTypeOptions", key], value)
-        if isinstance(prop.get("enum"), list):
-            yield clause("enum", [*here, "enum"], prop["enum"])
-        for ri, rel in enumerate(prop.get("relationships") or []):
-            if isinstance(rel, dict):
-                yield clause("relationship", [*here, "relationships", ri], rel)
-        for qi, rule in enumerate(prop.get("quality") or []):
-            if isinstance(rule, dict):
-                yield clause(quality_kind(rule), [*here, "quality", qi], rule)
-        if prop.get("properties"):
-            yield from _property_clauses(prop["properties"], here, obj, object_name, ctx, True)
+def _element_clauses(prop: dict, here: list, obj: dict, object_name: str, ctx: _Compiling,
+                     path: tuple) -> Iterable[Clause]:
+    """The clauses of one property, or of an object's field or an array's items (`path` longer
+    than one step: clauses/nested.py), and of every property below it."""
+    below = path if len(path) > 1 else ()
+
+    def clause(kind: str, parts: list, value: Any) -> Clause:
+        return Clause(kind, parts, value, obj, object_name, prop, ctx, below)
+
+    if below and prop.get("primaryKey") is True:  # top-level keys are gathered by _with_primary_key
+        yield clause("primaryKey", [*here, "primaryKey"], True)
+    if prop.get("required") is True:
+        yield clause("required", [*here, "required"], True)
+    if prop.get("unique") is True:
+        yield clause("unique", [*here, "unique"], True)
+    options = prop.get("logicalTypeOptions")
+    for key, value in (options.items() if isinstance(options, dict) else []):
+        kind = f"option:{key}"
+        if kind not in CLAUSES:
+            kind = "option:*"
+        yield clause(kind, [*here, "logicalTypeOptions", key], value)
+    if isinstance(prop.get("enum"), list):
+        yield clause("enum", [*here, "enum"], prop["enum"])
+    for ri, rel in enumerate(prop.get("relationships") or []):
+        if isinstance(rel, dict):
+            yield clause("relationship", [*here, "relationships", ri], rel)
+    for qi, rule in enumerate(prop.get("quality") or []):
+        if isinstance(rule, dict):
+            yield clause(quality_kind(rule), [*here, "quality", qi], rule)
+    if prop.get("properties"):
+        yield from _property_clauses(prop["properties"], here, obj, object_name, ctx, path)
+    if isinstance(prop.get("items"), dict):
+        yield from _element_clauses(prop["items"], [*here, "items"], obj, object_name, ctx,
+                                    (*path, (nested.ITEMS, prop["items"])))
 
 
 @dataclass
@@ -115,7 +125,7 @@ def compile_contract(validated: ValidatedContract, folder: FolderIndex | None = 
 def _object_clauses(obj: dict, base: list, object_name: str, ctx: _Compiling) -> list[Clause]:
     """Every clause of one schema object: the object's own, its properties', relationships', rules'."""
     clauses = [Clause("schema", base, None, obj, object_name, None, ctx)]
-    clauses += list(_property_clauses(obj.get("properties"), base, obj, object_name, ctx, False))
+    clauses += list(_property_clauses(obj.get("properties"), base, obj, object_name, ctx))
     for ri, rel in enumerate(obj.get("relationships") or []):
         if isinstance(rel, dict):
             clauses.append(Clause("relationship", [*base, "relationships", ri], rel, obj, object_name, None, ctx))
@@ -142,8 +152,9 @@ def _compile_object(ctx: _Compiling, out: _Compiled, oi: int, obj: dict, named: 
         if blanket:
             out.not_enforced.append(clause.skip(blanket, why))
             continue
-        if clause.kind == "nested":
-            out.not_enforced.append(clause.skip("nested_property"))
+        refused = nested.refusal(clause.kind, clause.path, clause.value, *ctx.nested_engine) if clause.path else None
+        if refused:
+            out.not_enforced.append(clause.skip(*refused))
             continue
         outcome = CLAUSES[clause.kind](clause)
         if isinstance(outcome, NotEnforced):

@@ -15,6 +15,13 @@ class Params(Mapping):
 
     column: str | None = None
     refusal: str | None = None  # set when the clause cannot run as written: the check fails with it
+    # a nested property (clauses/nested.py): the steps below `column` (a field's name, or `[]` into an
+    # array's items), its leaf's [logicalType, physicalType], whether any property on the way is
+    # classified (its values are then never sampled)
+    path: list[str] | None = None
+    leaf_type: list[Any] | None = None
+    path_classified: bool = False
+    column_type: str | None = None  # the column's physicalType: a JSON column's members are read as JSON
 
     def __getitem__(self, key: str) -> Any:
         if key not in self._names():

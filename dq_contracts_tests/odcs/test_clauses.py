@@ -22,6 +22,8 @@ def build(case: dict) -> dict:
            "status": "active", "schema": [obj]}
     if "sla" in case:
         doc["slaProperties"] = [case["sla"]]
+    if "servers" in case:
+        doc["servers"] = case["servers"]
     return doc
 
 

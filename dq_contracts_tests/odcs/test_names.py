@@ -131,3 +131,21 @@ def test_what_people_are_shown_of_a_contracts_text():
     from dq_contracts.odcs.visible import visible
 
     assert [visible(text) for text, _ in SHOWN] == [shown for _, shown in SHOWN]
+
+
+def test_nested_names_are_parts_of_their_path_and_unique(tmp_path):
+    """A struct field's check is `<property>__<field>__…`, an array's items' `<property>__items__…`;
+    a top-level property whose name spells the same path is a collision, resolved as any other (each
+    name gains a hash of its clause)."""
+    document = {**BASE, "schema": [{"name": "t", "properties": [
+        {"name": "address", "logicalType": "object", "properties": [
+            {"name": "City", "logicalType": "string", "required": True}]},
+        {"name": "address__city", "logicalType": "string", "required": True},
+        {"name": "tags", "logicalType": "array", "items": {"logicalType": "integer", "required": True}},
+    ]}]}
+    found = names(tmp_path, document)
+    nested, flat = found[("not_null", "address.City", (("mustBe", "0"),))], found[("not_null", "address__city",
+                                                                                  (("mustBe", "0"),))]
+    assert nested != flat and nested.startswith("address__city__not_null") and flat.startswith("address__city__not")
+    assert found[("not_null", "tags[]", (("mustBe", "0"),))] == "tags__items__not_null"
+    assert len(set(found.values())) == len(found) and all(re.fullmatch(r"[a-z0-9_]+", n) for n in found.values())

@@ -3,7 +3,8 @@ against a DuckDB warehouse built from its own declared schema, three times: with
 every clause, with one planted violation per clause the generator knows how to break, and with a
 column dropped and another mistyped. Every enforced clause must have a result, nothing may say
 "internal error", and each verdict the generator can predict (a Python oracle counts the offending
-rows it planted) must be the engine's."""
+rows it planted) must be the engine's. A property with nested `properties` or `items` is a STRUCT or
+LIST column of them, and the oracle reads its fields and items as the checks do."""
 
 from __future__ import annotations
 
@@ -55,9 +56,12 @@ class Column:
     name: str
     logical: str
     checks: list[CheckPlan] = field(default_factory=list)
+    shape: dict | None = None  # a nested declaration (the schema check's `nested`): built as STRUCT / LIST
 
     def good(self, i: int) -> Any:
         """A value that keeps every clause on this column; row i (distinct per row, for keys)."""
+        if self.shape is not None:
+            return nested_good(self.shape, [c for c in self.checks if c.params.get("path")], [], i)
         accepted = next((c.params["values"] for c in self.checks if c.kind == "accepted_values"), None)
         if accepted:
             return accepted[0]
@@ -88,6 +92,8 @@ class Column:
 
     def violation(self) -> tuple[Any, str] | None:
         """A value that breaks one clause of this column, and the name of the check it breaks."""
+        if self.shape is not None:
+            return nested_violation(self)
         for check in self.checks:
             if check.kind == "accepted_values":
                 values = check.params["values"]
@@ -103,16 +109,82 @@ class Column:
         return None
 
 
+NESTED_SQL = {"integer": "BIGINT", "number": "DOUBLE", "boolean": "BOOLEAN", "date": "DATE",
+              "timestamp": "TIMESTAMP", "time": "TIME"}
+
+
+def nested_sql(shape: dict) -> str:
+    """The DuckDB type of a nested declaration: STRUCT("a" VARCHAR, …), <item>[]."""
+    if shape.get("properties"):
+        return "STRUCT(" + ", ".join('"{}" {}'.format(str(f.get("physicalName") or f.get("name")).replace('"', '""'),
+                                                      nested_sql(f)) for f in shape["properties"]) + ")"
+    if isinstance(shape.get("items"), dict):
+        return nested_sql(shape["items"]) + "[]"
+    return NESTED_SQL.get(str(shape.get("logicalType") or "").lower(), "VARCHAR")
+
+
+def nested_good(shape: dict, checks: list[CheckPlan], path: list[str], i: int) -> Any:
+    """A nested value that keeps every clause on it: each field's or item's value as Column.good makes
+    a flat one, from the checks on its path."""
+    if shape.get("properties"):
+        return {str(f.get("physicalName") or f.get("name")): nested_good(
+            f, checks, [*path, str(f.get("physicalName") or f.get("name"))], i) for f in shape["properties"]}
+    if isinstance(shape.get("items"), dict):
+        return [nested_good(shape["items"], checks, [*path, "[]"], i * 2 + k) for k in range(2)]
+    logical = str(shape.get("logicalType") or "string").lower()
+    leaf = Column("", logical if logical in SQL_TYPES else "string",
+                  [c for c in checks if list(c.params.get("path") or []) == path])
+    return leaf.good(i)
+
+
+def path_values(check: CheckPlan, rows: list[dict[str, Any]]) -> list[Any]:
+    """The values a nested check judges: a field under structs that are there, each item of an array."""
+    found = []
+    for row in rows:
+        values = [row.get(check.params["column"])]
+        for step in check.params["path"]:
+            values = [x for v in values if v is not None for x in (v if step == "[]" else [v.get(step)])]
+        found += values
+    return found
+
+
 def columns_of(obj: ObjectPlan) -> list[Column]:
     by_column: dict[str, Column] = {}
+    shapes = {c["name"]: c["nested"] for check in obj.checks if check.kind == "schema"
+              for c in check.params["columns"] if c.get("nested")}
     for column in obj.columns:
         logical = str(column.logical_type or "string").lower()
         by_column[column.physical_name] = Column(column.physical_name, logical if logical in SQL_TYPES or
-                                                 logical == "string" else "string")
+                                                 logical == "string" else "string",
+                                                 shape=shapes.get(column.physical_name))
     for check in obj.checks:
         if check.params.get("column") in by_column:
             by_column[check.params["column"]].checks.append(check)
     return list(by_column.values())
+
+
+def nested_violation(column: Column) -> tuple[Any, str] | None:
+    """A nested value that breaks one clause on it (an array's item first): a NULL field, a number
+    beyond its bound, text over its maxLength, planted in the first item of an array."""
+    for check in sorted(column.checks, key=lambda c: "[]" not in (c.params.get("path") or [])):
+        path = list(check.params.get("path") or [])
+        if not path or path[-1] == "[]":
+            continue
+        if check.kind == "not_null":
+            broken = None
+        elif check.kind == "range" and isinstance(check.params["bound"], (int, float)):
+            broken = check.params["bound"] + (-10 if check.params["lower"] else 10)
+        elif check.kind == "length" and not check.params["lower"]:
+            broken = "y" * (int(check.params["bound"]) + 1)
+        else:
+            continue
+        value = column.good(GOOD_ROWS + 50)
+        here = value
+        for step in path[:-1]:
+            here = here[0] if step == "[]" else here[step]
+        here[path[-1]] = broken
+        return value, check.name
+    return None
 
 
 def table_rows(obj: ObjectPlan, plant: bool) -> tuple[list[Column], list[dict[str, Any]], set[str]]:
@@ -128,7 +200,7 @@ def table_rows(obj: ObjectPlan, plant: bool) -> tuple[list[Column], list[dict[st
                 row[column.name] = broken[0]
                 rows.append(row)
                 planted.add(broken[1])
-            required = next((c for c in column.checks if c.kind == "not_null"), None)
+            required = next((c for c in column.checks if c.kind == "not_null" and not c.params.get("path")), None)
             if required is not None:
                 row = {c.name: c.good(GOOD_ROWS + len(planted)) for c in columns}
                 row[column.name] = None
@@ -140,7 +212,8 @@ def table_rows(obj: ObjectPlan, plant: bool) -> tuple[list[Column], list[dict[st
 def oracle(check: CheckPlan, rows: list[dict[str, Any]]) -> Any:
     """The offending count (or percent) the planted rows give this check, or None: not predicted."""
     column = check.params.get("column")
-    values = [r.get(column) for r in rows] if column else []
+    values = (path_values(check, rows) if check.params.get("path") else
+              [r.get(column) for r in rows] if column else [])
     count: int | None = None
     if check.kind in ("not_null", "null_values"):
         count = sum(v is None for v in values)
@@ -194,7 +267,8 @@ def build(folder: Path, relpath: str, variant: str) -> tuple[Path, dict[str, dic
                         "check": check, "rows": [], "dropped": None, "variant": variant, "planted": False,
                         "schema_as_declared": False, "no_table": True}
                 continue
-            sql_columns = [sa.Column(c.name, SQL_TYPES.get(c.logical, sa.String)) for c in columns]
+            sql_columns = [sa.Column(c.name, Declared(nested_sql(c.shape)) if c.shape is not None else
+                                     SQL_TYPES.get(c.logical, sa.String)) for c in columns]
             dropped, detectable = None, False
             if variant == "broken":
                 if len(sql_columns) > 1:

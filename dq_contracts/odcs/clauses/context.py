@@ -7,6 +7,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dq_contracts.odcs.check_kinds import CHECK_KINDS
+from dq_contracts.odcs.clauses.nested import classified as path_classified
+from dq_contracts.odcs.clauses.nested import label, name_base, step_of, steps
 from dq_contracts.odcs.clauses.vocabulary import Reason, severity_of
 from dq_contracts.odcs.names import dagster_name
 from dq_contracts.odcs.plans import CheckPlan, Condition, NotEnforced, Severity
@@ -15,6 +17,7 @@ from dq_contracts.odcs.loader import line_at
 from dq_contracts.odcs.paths import named_step, pointer_step
 from dq_contracts.odcs.plans import CLASSIFIED
 from dq_contracts.odcs.problems import Problem, Reach
+from dq_contracts.odcs.servers import server_type as server_type_of
 from dq_contracts.odcs.servers import checkable, engine_type, server_handling, server_identity, sqlglot_dialect
 from dq_contracts.odcs.validate import ValidatedContract
 
@@ -30,6 +33,8 @@ class Clause:
     object_name: str
     prop: dict[str, Any] | None
     contract: "_Compiling"
+    # a nested property's (step, property) from its column down (clauses/nested.py); () at the top
+    path: tuple = ()
     # worked out once, when the clause is found: every clause needs its pointer, a check its line and
     # named path, and its property's names several times
     pointer: str = field(init=False, repr=False)
@@ -43,12 +48,17 @@ class Clause:
         prop = self.prop
         self.column = None if prop is None else str(prop.get("physicalName") or prop.get("name"))
         self.property_name = None if prop is None else str(prop.get("name"))
+        if self.path:  # a nested property: its column is the top one, its name the path
+            self.column = step_of(self.path[0][1])
+            self.property_name = label(self.path)
 
     def check(self, kind: str, suffix: str, description: str, *, rule: dict | None = None,
               conditions: tuple[Condition, ...] = (Condition("mustBe", 0),),
               params: dict | None = None, severity: str | None = None, unit: str = "rows") -> CheckPlan:
         rule = rule or {}
-        default = f"{self.contract.dagster_name(self.property_name)}__{suffix}" if self.prop is not None else suffix
+        base = name_base(self.path, self.contract.dagster_name) if self.path else \
+            self.contract.dagster_name(self.property_name) if self.prop is not None else None
+        default = f"{base}__{suffix}" if base is not None else suffix
         explicit = rule.get("id") or rule.get("name")
         return CheckPlan(
             name=dagster_name(str(explicit)) if explicit else default,
@@ -61,11 +71,19 @@ class Clause:
             conditions=conditions,
             unit=unit,
             dimension=rule.get("dimension", CHECK_KINDS[kind].dimension),  # else the kind's own
-            params={"column": self.column, **(params or {})},
+            params={"column": self.column, **(self._nested_params() if self.path else {}), **(params or {})},
             rule_name=str(explicit) if explicit else None,
             line=self._place[1],
             where=self._place[3],
         )
+
+    def _nested_params(self) -> dict[str, Any]:
+        """What the engine needs of a nested property: its steps, its leaf's types, whether any
+        property on the path is classified (its values are then never sampled)."""
+        leaf = self.prop or {}
+        return {"path": steps(self.path), "leaf_type": [leaf.get("logicalType"), leaf.get("physicalType")],
+                "path_classified": path_classified(self.path, CLASSIFIED),
+                "column_type": self.path[0][1].get("physicalType")}
 
     def fails(self, kind: str, suffix: str, description: str, reason: str, parts: list | None = None,
               severity: str = "error", **kwargs: Any) -> CheckPlan:
@@ -102,6 +120,11 @@ class _Compiling:
         # why, per server ("kafka: a stream, not a table"): the detail of each clause it leaves unchecked
         self.no_sql_server_why = "; ".join(server_handling(s)[1] for s in servers) if self.no_sql_server else ""
         server_type = engine_type(sql_servers[0]) if sql_servers else None
+        first = server_type_of(str(sql_servers[0].get("type"))) if sql_servers else None
+        # what decides whether a nested property's values can be addressed (clauses/nested.refusal)
+        self.nested_engine: tuple[str | None, str | None] = (
+            None if first is None else "duckdb" if first.files else first.dialect,
+            (str(sql_servers[0].get("format") or "").lower() or None) if sql_servers else None)
         self.server = (server_identity(sql_servers[0], os.path.dirname(os.path.abspath(validated.file)))
                        if sql_servers else None)
         self.dialect = sqlglot_dialect(server_type)

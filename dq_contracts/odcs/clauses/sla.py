@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from dq_contracts.odcs.clauses.nested import declared_shape
 from dq_contracts.odcs.clauses.context import Clause, Outcome
 from dq_contracts.odcs.clauses.vocabulary import AMBIGUOUS_UNITS, NOT_TEMPORAL, SLA_REASONS, TIME_UNITS, Reason
 from dq_contracts.odcs.plans import Condition, NotEnforced
@@ -18,7 +19,9 @@ def _schema(c: Clause) -> Outcome:
                    params={"columns": [{"name": str(p.get("physicalName") or p.get("name")),
                                         "physical_type": p.get("physicalType"),
                                         "logical_type": p.get("logicalType"),
-                                        "required": p.get("required") is True} for p in columns]})
+                                        "required": p.get("required") is True,
+                                        **({"nested": declared_shape(p)} if declared_shape(p) else {})}
+                                       for p in columns]})
 
 
 

@@ -25,7 +25,10 @@ class Reason(StrEnum):
     UNKNOWN_V30_RULE = "unknown_v30_rule", "a v3.0 rule name with no v3.1 metric equivalent"
     UNSUPPORTED_OPTION = "unsupported_option", "this logicalTypeOptions key has no check"
     UNKNOWN_FORMAT = "unknown_format", "a format this tool has no pattern for"
-    NESTED_PROPERTY = "nested_property", "checks on nested properties are not supported"
+    NESTED_PROPERTY = "nested_property", "this clause is not checked on a nested property"
+    NESTED_UNADDRESSABLE = ("nested_unaddressable",
+                            "the server holds no nested values its engine here can address (a struct field, "
+                            "an array's items)")
     NO_SQL_SERVER = ("no_sql_server", "none of the contract's servers is a SQL database or files DuckDB can read "
                      "(local, s3, gcs, azure with format csv, parquet or json and a path)")
     NO_COLUMNS = "no_columns", "the object declares no columns"
