@@ -256,3 +256,20 @@ def test_a_compound_primary_key(warehouse, tmp_path, rows, observed):
     assert key.kind == "primary_key" and key.error is None
     assert key.observed == observed and key.passed is (observed == 0)
     assert len(key.details) == 0 and "GROUP BY" in key.sql
+
+
+@pytest.mark.postgres
+def test_a_postgresql_session_groups_by_sorting(pg_database):
+    """A key column's GROUP BY has a group per row: hashed, it spills in batches at the default
+    work_mem, sorted it streams and a LIMIT of 5 repeated keys stops early (dialect_postgres)."""
+    from dq_contracts.engine.sessions import Session
+
+    engine = sa.create_engine(pg_database)
+    with Session(engine, 30) as session:
+        settings = session.run(lambda c: c.execute(sa.text(
+            "SELECT current_setting('enable_hashagg'), current_setting('TimeZone'), "
+            "current_setting('transaction_read_only')")).one())
+    assert tuple(settings) == ("off", "UTC", "on")
+    with engine.connect() as c:  # local to the check's transaction, not the connection's
+        assert c.execute(sa.text("SELECT current_setting('enable_hashagg')")).scalar() == "on"
+    engine.dispose()
