@@ -2,8 +2,10 @@
 
 * ours:  `dq_contracts.engine.runner.run_object` on an engine from `dq_contracts.engine.connections.engine_for`,
          the server read from the contract by `connection_for`, as the product runs it;
-* floor: the SQL an expert would write by hand: one aggregate of every count-style measure, the
-         compound-key query and one catalog query, on one connection kept open (autocommit);
+* floor: the SQL an expert would write by hand (bench_floor.py): one aggregate of every count-style
+         measure with no COUNT(DISTINCT …), one GROUP BY per key column, the compound-key query and one
+         catalog query, on one connection kept open (autocommit);
+* floor_distinct: the floor before, the key columns' COUNT(DISTINCT …) inside the one aggregate;
 * naive: one query per check, built from the same plan with the kinds table's measures;
 * datacontract-cli (optional): `datacontract test` on an equivalent contract, when the environment
          variable DQ_BENCH_DATACONTRACT_VENV names a virtual environment that has it installed.
@@ -47,6 +49,11 @@ PostgreSQL server's own memory is not in it.
     .venv/bin/python benchmarks/bench_engine.py --sizes 5000000 --engines postgres --explain
     .venv/bin/python benchmarks/bench_engine.py --sizes 1000000 --engines delta --repeats 5
     .venv/bin/python benchmarks/bench_engine.py --sizes 1000000 --engines spark --repeats 3
+    .venv/bin/python benchmarks/bench_engine.py --sizes 1000000 5000000 --tables failing --whole 4 --whole-only
+
+With --whole ROUNDS, `dq-contracts check` runs as a whole process against each floor as a process of
+its own (bench_floor.py), DuckDB and PostgreSQL only: one untimed round, then ROUNDS rounds of one
+run each in a rotating order, the ratio ours / floor taken within each round.
 
 Run it from the repository root with the package installed (`pip install -e .`); PostgreSQL needs its
 server binaries (initdb, pg_ctl) on this machine; Spark needs pyspark and a Java runtime (the `test` extra).
