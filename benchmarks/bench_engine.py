@@ -2,8 +2,10 @@
 
 * ours:  `dq_contracts.engine.runner.run_object` on an engine from `dq_contracts.engine.connections.engine_for`,
          the server read from the contract by `connection_for`, as the product runs it;
-* floor: the SQL an expert would write by hand: one aggregate of every count-style measure, the
-         compound-key query and one catalog query, on one connection kept open (autocommit);
+* floor: the SQL an expert would write by hand (bench_floor.py): one aggregate of every count-style
+         measure with no COUNT(DISTINCT …), one GROUP BY per key column, the compound-key query and one
+         catalog query, on one connection kept open (autocommit);
+* floor_distinct: the floor before, the key columns' COUNT(DISTINCT …) inside the one aggregate;
 * naive: one query per check, built from the same plan with the kinds table's measures;
 * datacontract-cli (optional): `datacontract test` on an equivalent contract, when the environment
          variable DQ_BENCH_DATACONTRACT_VENV names a virtual environment that has it installed.
@@ -47,6 +49,11 @@ PostgreSQL server's own memory is not in it.
     .venv/bin/python benchmarks/bench_engine.py --sizes 5000000 --engines postgres --explain
     .venv/bin/python benchmarks/bench_engine.py --sizes 1000000 --engines delta --repeats 5
     .venv/bin/python benchmarks/bench_engine.py --sizes 1000000 --engines spark --repeats 3
+    .venv/bin/python benchmarks/bench_engine.py --sizes 1000000 5000000 --tables failing --whole 4 --whole-only
+
+With --whole ROUNDS, `dq-contracts check` runs as a whole process against each floor as a process of
+its own (bench_floor.py), DuckDB and PostgreSQL only: one untimed round, then ROUNDS rounds of one
+run each in a rotating order, the ratio ours / floor taken within each round.
 
 Run it from the repository root with the package installed (`pip install -e .`); PostgreSQL needs its
 server binaries (initdb, pg_ctl) on this machine; Spark needs pyspark and a Java runtime (the `test` extra).
@@ -85,12 +92,10 @@ from dq_contracts.odcs.plans import percent_of
 from dq_contracts.engine.runner import run_object
 from dq_contracts.engine.sql import compound_duplicates, table_for
 
-from dq_contracts_tests.orders_contract import (  # noqa: E402 - the contract the round-trip test checks too
-    CURRENCY_PATTERN,
-    EMAIL_PATTERN,
-    ORDERS,
-    STATUSES,
-)
+from dq_contracts_tests.orders_contract import ORDERS, STATUSES  # noqa: E402 - the round-trip test's contract too
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_floor import FLOORS, collect, floor_statements  # noqa: E402
 
 CONTRACT = {**ORDERS, "id": "urn:bench:orders",
             "servers": [{"server": "bench", "type": "duckdb", "database": "bench.duckdb"}]}
@@ -208,59 +213,7 @@ def generate_duckdb(path: Path, rows: int, state: str, now: dt.datetime) -> None
         con.execute("CHECKPOINT")
 
 
-# --- the floor ------------------------------------------------------------------------------------
-# Every count-style measure in one scan, written by hand; `status NOT IN` once though the contract
-# states it twice (enum and invalidValues). The regex operator is each engine's own.
-REGEX = {"duckdb": "regexp_matches({column}, '{pattern}')", "postgres": "{column} ~ '{pattern}'",
-         "delta": "regexp_matches({column}, '{pattern}')", "spark": "{column} RLIKE '{pattern}'"}
-# Spark's regex is Java's (no POSIX bracket class: \s for [:space:]), and its string literal reads
-# backslash escapes, so each backslash is written twice
-SPARK_PATTERN = {"[:space:]": r"\\s", "\\": r"\\"}
-
-
-def floor_aggregate(engine: str, table: str) -> str:
-    def matches(column: str, pattern: str) -> str:
-        if engine == "spark":
-            pattern = re.sub("|".join(map(re.escape, SPARK_PATTERN)), lambda m: SPARK_PATTERN[m.group(0)], pattern)
-        return REGEX[engine].format(column=column, pattern=pattern)
-    return f"""
-SELECT
-  count(*)                                                         AS rows,
-  count(*) - count(order_id)                                       AS order_id_nulls,
-  count(order_id) - count(DISTINCT order_id)                       AS order_id_dups,
-  count(order_number) - count(DISTINCT order_number)               AS order_number_dups,
-  count(*) - count(customer_id)                                    AS customer_id_nulls,
-  count(*) FILTER (WHERE customer_id < 1)                          AS customer_id_below,
-  count(*) FILTER (WHERE status NOT IN ({", ".join(f"'{s}'" for s in STATUSES)})) AS status_bad,
-  count(*) - count(order_total)                                    AS order_total_nulls,
-  count(*) FILTER (WHERE order_total < 0)                          AS order_total_below,
-  count(*) FILTER (WHERE order_total > 100000)                     AS order_total_above,
-  count(*) FILTER (WHERE length(currency) < 3)                     AS currency_short,
-  count(*) FILTER (WHERE length(currency) > 3)                     AS currency_long,
-  count(*) FILTER (WHERE NOT {matches('currency', CURRENCY_PATTERN)}) AS currency_pattern,
-  count(*) FILTER (WHERE NOT {matches('email', EMAIL_PATTERN)})       AS email_format,
-  count(*) FILTER (WHERE discount_code IS NULL OR discount_code IN ('', 'N/A')) AS discount_missing,
-  count(*) - count(created_at)                                     AS created_at_nulls,
-  max(created_at)                                                  AS newest
-FROM {table}
-"""
-
-
-def floor_compound(table: str) -> str:
-    return f"""
-SELECT coalesce(sum(n - 1), 0) FROM (
-  SELECT customer_id, created_at, count(*) AS n FROM {table}
-  WHERE customer_id IS NOT NULL AND created_at IS NOT NULL
-  GROUP BY customer_id, created_at HAVING count(*) > 1) AS dup
-"""
-
-
-def floor_catalog(schema: str, engine: str = "duckdb") -> str:
-    if engine == "spark":  # Spark's session catalog has no information_schema
-        return f"DESCRIBE TABLE `{schema}`.orders"
-    return ("SELECT column_name, data_type FROM information_schema.columns "
-            f"WHERE table_schema = '{schema}' AND table_name = 'orders'")
-
+# --- the floors: bench_floor.py (the strongest, and the one with COUNT(DISTINCT …) before it) -------
 
 def floor_as_checks(f: dict, compound: int, now: dt.datetime) -> dict[str, float]:
     """The floor's measures under the engine's check names, to prove both measured the same thing."""
@@ -410,13 +363,15 @@ class Naive(Ours):
 class Floor:
     """The hand-written SQL on one DBAPI connection, kept between runs like ours' pool, in autocommit."""
 
+    name = "floor"
+
     def __init__(self, spec: dict, capture: Capture) -> None:
         self.spec, self.capture, self.db, self.delta = spec, capture, None, None
         self.dialect, self.now = spec["engine"], dt.datetime.fromisoformat(spec["now"])
         schema = spec.get("schema") or "main"
         table = {"delta": "orders", "spark": f"`{schema}`.orders"}.get(  # delta: the registered dataset
             self.dialect, f'"{schema}".orders')
-        self.sql = [floor_aggregate(self.dialect, table), floor_compound(table), floor_catalog(schema, self.dialect)]
+        self.sql = floor_statements(self.name, self.dialect, table, schema)
         self.connect()
         self.results: dict = {}
 
@@ -452,20 +407,24 @@ class Floor:
         return names, rows
 
     def run(self) -> None:
-        names, rows = self.query(self.sql[0])
-        aggregate = dict(zip(names, rows[0]))
-        compound = self.query(self.sql[1])[1][0][0]
         if self.delta is not None:  # the columns as the Delta log says (no SQL, as ours' schema check)
             self.delta.schema()
-        else:
-            self.query(self.sql[2])
-        self.results = floor_as_checks(aggregate, int(compound), self.now)
+        sql = [(what, statement) for what, statement in self.sql if not (what == "catalog" and self.delta is not None)]
+        aggregate, compound = collect(sql, self.query)
+        self.results = floor_as_checks(aggregate, compound, self.now)
 
     def measures(self) -> dict:
         return {name: json_value(v) for name, v in self.results.items()}
 
 
-METHODS: dict[str, Callable[[dict, Capture], Any]] = {"ours": Ours, "floor": Floor, "naive": Naive}
+class FloorDistinct(Floor):
+    """The floor before: the key columns' duplicates as COUNT(DISTINCT …) in the one aggregate."""
+
+    name = "floor_distinct"
+
+
+METHODS: dict[str, Callable[[dict, Capture], Any]] = {"ours": Ours, "floor": Floor, "floor_distinct": FloorDistinct,
+                                                      "naive": Naive}
 
 
 def json_value(value: Any) -> Any:
@@ -775,7 +734,7 @@ def measure_table(engine: str, table: dict, args: argparse.Namespace, pg: Postgr
     if engine == "spark":  # the operator's endpoint; not declared read-only (the contract has no SQL rule)
         spec.update(port=table["port"], environ={
             "DQ_CONTRACTS_BENCH_URL": f"hive://127.0.0.1:{table['port']}/{table['schema']}"})
-    workers = {m: Worker(m, spec) for m in ("ours", "floor", "naive")}
+    workers = {m: Worker(m, spec) for m in ("ours", *FLOORS, "naive")}
     runs: dict[str, Callable[[], float]] = {m: w.run for m, w in workers.items()}
     cli = datacontract_method(engine, table, folder, pg)
     if cli is not None:
@@ -796,7 +755,8 @@ def measure_table(engine: str, table: dict, args: argparse.Namespace, pg: Postgr
     reports = {m: w.finish() for m, w in workers.items()}
 
     ours = reports["ours"]["measures"]
-    problems = verify(ours, reports["naive"]["measures"], reports["floor"]["measures"])
+    problems = [*verify(ours, reports["naive"]["measures"], reports["floor"]["measures"]),
+                *(f"floor_distinct: {p}" for p in verify(ours, {}, reports["floor_distinct"]["measures"]))]
     print(f"\n## {engine}, {table['rows']:,} rows, {table['name']} table")
     print("load average (1, 5, 15 min): " + ", ".join(f"{x:.1f}" for x in os.getloadavg()))
     if workers["ours"].duckdb_settings:
@@ -807,9 +767,9 @@ def measure_table(engine: str, table: dict, args: argparse.Namespace, pg: Postgr
     for name, r in failed:
         print(f"  {name:<42} observed {r['observed']}" + (f" ({r['count']} rows)" if r["count"] is not None else "")
               + (f", {r['samples']} samples" if r["samples"] else "") + (f", error: {r['error']}" if r["error"] else ""))
-    print("ours, naive and floor agree on every measure" if not problems else
+    print("ours, naive and both floors agree on every measure" if not problems else
           "DISAGREEMENT:\n  " + "\n  ".join(problems))
-    for method in ("ours", "floor"):
+    for method in ("ours", *FLOORS):
         new, st = statements[method]["new"], statements[method]["warm"]
         print(f"{method}, a run on a new engine (or connection): {new['count']} statements, {new['seconds']:.3f} s")
         kept = {query: calls for calls, _, query in st["server"]}
@@ -837,6 +797,56 @@ def measure_table(engine: str, table: dict, args: argparse.Namespace, pg: Postgr
             "datacontract_rss": cli.rss_kb if cli else None, "floor": reports["floor"]["measures"]}
 
 
+def whole_process(engine: str, table: dict, args: argparse.Namespace, pg: Postgres | None, folder: Path) -> dict:
+    """`dq-contracts check` as a user runs it against each floor as a process of its own (bench_floor.py),
+    start-up included, in rounds of one run each, the order rotating; the ratio ours / floor is taken
+    within each round, so the machine's drift between rounds cancels out. One untimed round first."""
+    contract = folder / f"orders_{engine}_{table['name']}.odcs.yaml"
+    contract.write_text(yaml.safe_dump(contract_for(engine, table), sort_keys=False))
+    spec = {"engine": engine, "path": str(folder / table["file"]), "schema": table.get("schema")}
+    environ = {**os.environ}
+    if pg is not None:
+        spec["dsn"] = pg.dsn + f" dbname={PG_DATABASE}"
+        environ["DQ_CONTRACTS_BENCH_URL"] = pg.cluster.url(PG_DATABASE)
+    commands = {"ours": [str(Path(sys.executable).parent / "dq-contracts"), "check", str(contract)],
+                **{f: [sys.executable, str(Path(__file__).parent / "bench_floor.py"), json.dumps({**spec, "floor": f})]
+                   for f in FLOORS}}
+
+    def timed(command: list[str]) -> float:
+        started = time.perf_counter()
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, env=environ, cwd=folder)
+        _, status, _ = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - started
+        if os.waitstatus_to_exitcode(status) not in (0, 1):  # 1: ours' checks failed, as they should
+            raise RuntimeError(f"{command[:3]} exited with {os.waitstatus_to_exitcode(status)}")
+        return seconds
+
+    names = list(commands)
+    times: dict[str, list[float]] = {n: [] for n in names}
+    for i in range(args.whole + 1):
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            seconds = timed(commands[name])
+            if i:
+                times[name].append(seconds)
+    out = {"engine": engine, "rows": table["rows"], "table": table["name"], "runs": args.whole,
+           "medians": {n: statistics.median(t) for n, t in times.items()},
+           "ratios": {f: sorted(a / b for a, b in zip(times["ours"], times[f])) for f in FLOORS}}
+    print(f"whole process, {args.whole} rounds: " + ", ".join(f"{n} {out['medians'][n]:.3f} s" for n in names) + "; "
+          + ", ".join(f"ours/{f} {statistics.median(r):.2f} ({r[0]:.2f}-{r[-1]:.2f})" for f, r in out["ratios"].items()),
+          flush=True)
+    return out
+
+
+def print_whole(rows: list[dict]) -> None:
+    print("\n| engine | rows | table | ours s | floor s | old floor s | ours / floor (min-max) | ours / old floor (min-max) |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|")
+    for r in rows:
+        m, ratio = r["medians"], r["ratios"]
+        spread = {f: f"**{statistics.median(v):.2f}** ({v[0]:.2f}-{v[-1]:.2f})" for f, v in ratio.items()}
+        print(f"| {r['engine']} | {r['rows']:,} | {r['table']} | {m['ours']:.2f} | {m['floor']:.2f} "
+              f"| {m['floor_distinct']:.2f} | {spread['floor']} | {spread['floor_distinct']} |")
+
+
 def datacontract_venv() -> Path | None:
     venv = os.environ.get("DQ_BENCH_DATACONTRACT_VENV")
     return Path(venv) if venv and (Path(venv) / "bin" / "datacontract").exists() else None
@@ -860,17 +870,19 @@ def datacontract_method(engine: str, table: dict, folder: Path, pg: Postgres | N
 
 def print_summary(rows: list[dict]) -> None:
     with_cli = any("datacontract" in r["medians"] for r in rows)
-    print("\n| engine | rows | table | ours s | floor s | naive s | ours/floor | naive/ours | statements ours "
-          "(new engine) | statements floor (new connection) | peak RSS MB ours | floor | ours/floor |" + (" datacontract-cli s (peak RSS) |" if with_cli else ""))
-    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if with_cli else ""))
+    print("\n| engine | rows | table | ours s | floor s | old floor s | naive s | ours/floor | ours/old floor | naive/ours "
+          "| statements ours (new engine) | statements floor (new connection) | peak RSS MB ours | floor | ours/floor |"
+          + (" datacontract-cli s (peak RSS) |" if with_cli else ""))
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if with_cli else ""))
     for r in rows:
         m, rss = r["medians"], r["rss"]
 
         def counts(method: str) -> str:
             return f"{r['statements'][method]['warm']} ({r['statements'][method]['new']})"
         cli = f" {m['datacontract']:.2f} ({r['datacontract_rss'] / 1024:.0f} MB) |" if "datacontract" in m else (" — |" if with_cli else "")
-        print(f"| {r['engine']} | {r['rows']:,} | {r['table']} | {m['ours']:.3f} | {m['floor']:.3f} | {m['naive']:.3f} "
-              f"| {m['ours'] / m['floor']:.2f} | {m['naive'] / m['ours']:.2f} | {counts('ours')} "
+        print(f"| {r['engine']} | {r['rows']:,} | {r['table']} | {m['ours']:.3f} | {m['floor']:.3f} "
+              f"| {m['floor_distinct']:.3f} | {m['naive']:.3f} | {m['ours'] / m['floor']:.2f} "
+              f"| {m['ours'] / m['floor_distinct']:.2f} | {m['naive'] / m['ours']:.2f} | {counts('ours')} "
               f"| {counts('floor')} | {rss['ours'] / 1024:.0f} | {rss['floor'] / 1024:.0f} "
               f"| {rss['ours'] / rss['floor']:.2f} |{cli}")
     print("\nPeak RSS is the whole worker process; each worker imports the same modules, and its RSS before "
@@ -897,6 +909,9 @@ def main() -> None:
     parser.add_argument("--engines", nargs="+", choices=list(SERVERS), default=["duckdb", "postgres"])
     parser.add_argument("--tables", nargs="+", choices=list(STATES), default=list(STATES))
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--whole", type=int, default=0, metavar="ROUNDS",
+                        help="also time `dq-contracts check` against each floor as whole processes, in ROUNDS rounds")
+    parser.add_argument("--whole-only", action="store_true", help="only the whole-process rounds (with --whole)")
     parser.add_argument("--explain", action="store_true", help="print PostgreSQL's EXPLAIN of ours' and the "
                         "floor's statements that read the table")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -921,7 +936,7 @@ def main() -> None:
     spark = Spark() if "spark" in args.engines else None
     if pg is not None and not pg.counts:
         print("this PostgreSQL has no pg_stat_statements: statement counts are the client's")
-    out = []
+    out, whole = [], []
     try:
         with tempfile.TemporaryDirectory(prefix="bench-engine-") as tmp:
             folder = Path(tmp)
@@ -946,7 +961,11 @@ def main() -> None:
                             started = time.perf_counter()
                             spark.load(folder / table["file"], table["schema"])
                             print(f"loaded into Spark in {time.perf_counter() - started:.1f} s", flush=True)
-                        out.append(measure_table(engine, table, args, pg if engine == "postgres" else None, folder))
+                        if not args.whole_only:
+                            out.append(measure_table(engine, table, args, pg if engine == "postgres" else None, folder))
+                        if args.whole and engine in ("duckdb", "postgres"):
+                            whole.append(whole_process(engine, table, args, pg if engine == "postgres" else None,
+                                                       folder))
                         sys.stdout.flush()
                         if engine == "postgres":
                             pg.drop(table["schema"])
@@ -960,7 +979,10 @@ def main() -> None:
             pg.destroy()
         if spark is not None:
             spark.stop()
-    print_summary(out)
+    if out:
+        print_summary(out)
+    if whole:
+        print_whole(whole)
 
 
 if __name__ == "__main__":

@@ -87,3 +87,46 @@ def test_the_same_contracts_give_the_same_results_from_any_working_directory(dem
         outcomes[name] = sorted((r["asset_key"][-1], r["name"], r["passed"], r["error"]) for r in results)
         assert {(a, n) for a, n, passed, _ in outcomes[name] if not passed} == {(a, n) for a, n, _ in DOCUMENTED}
     assert outcomes["shop root"] == outcomes["the contracts folder"] == outcomes["somewhere else"]
+
+
+# What a plain `check` of a DuckDB contract with no SQL rule, no cron and no lake server has no use
+# for: each costs start-up before the first query (pandas and numpy: DuckDB's client imports them at
+# the first statement that binds parameters, 0.3 s)
+NOT_IMPORTED_BY_A_DUCKDB_CHECK = (
+    "pandas", "numpy", "pyarrow", "deltalake", "pyiceberg", "sqlglot", "croniter", "jsonschema", "dagster",
+    "psycopg2", "pymysql", "pyhive", "snowflake", "sqlalchemy.dialects.mysql", "dq_contracts.dagster_defs",
+    "dq_contracts.engine.lake",
+)
+
+
+def test_a_duckdb_check_imports_only_what_it_uses(tmp_path):
+    import duckdb
+
+    with duckdb.connect(str(tmp_path / "shop.duckdb")) as db:  # failing clauses, so samples are fetched too
+        db.execute("CREATE TABLE orders AS SELECT range AS id, 'X' || (range % 3) AS code, "
+                   "TIMESTAMP '2020-01-01' + INTERVAL (range) HOUR AS at FROM range(10)")
+    (tmp_path / "shop.odcs.yaml").write_text("""
+apiVersion: v3.0.2
+kind: DataContract
+id: urn:test:imports
+version: 1.0.0
+status: active
+servers: [{server: local, type: duckdb, database: shop.duckdb}]
+schema:
+  - name: orders
+    properties:
+      - {name: id, physicalType: BIGINT, unique: true, logicalType: integer, logicalTypeOptions: {minimum: 3}}
+      - {name: code, physicalType: VARCHAR, logicalType: string, logicalTypeOptions: {pattern: '^X[01]$'},
+         quality: [{metric: invalidValues, arguments: {validValues: [X0, X1]}, mustBe: 0}]}
+      - {name: at, physicalType: TIMESTAMP, logicalType: timestamp}
+slaProperties: [{property: latency, value: 1, unit: d, element: orders.at}]
+""")
+    script = ("import json, sys; from dq_contracts.cli import main; code = main(['check', '--format', 'json', "
+              "'shop.odcs.yaml']); print(json.dumps([code, sorted(sys.modules)]), file=sys.stderr)")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    code, modules = json.loads(proc.stderr.strip().splitlines()[-1])
+    results = {r["name"]: r for r in json.loads(proc.stdout)["results"]}
+    assert code == 1 and all(r["error"] is None for r in results.values()), proc.stdout
+    assert results["code__pattern"]["samples"] == ["X2"] and not results["id__minimum"]["passed"]
+    imported = sorted(m for m in modules if any(m == n or m.startswith(n + ".") for n in NOT_IMPORTED_BY_A_DUCKDB_CHECK))
+    assert imported == []

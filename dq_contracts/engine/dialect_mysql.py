@@ -16,7 +16,6 @@ from __future__ import annotations
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import mysql
 from sqlalchemy.sql.elements import ColumnElement
 
 # Pinned on every new connection (PyMySQL's init_command, before SQLAlchemy reads the server's
@@ -72,6 +71,8 @@ def regex(column: ColumnElement, pattern: str) -> ColumnElement:
     # `column` is binary_text's bytes, read again as utf8mb4 text under its binary collation: REGEXP
     # then matches characters (not bytes) and counts case, as JSON Schema does (under the default
     # collations it is case-blind)
+    from sqlalchemy.dialects import mysql  # imported when MySQL is in use, not by every run
+
     text = sa.cast(column, mysql.CHAR(charset="utf8mb4")).collate("utf8mb4_bin")
     return text.op("REGEXP", is_comparison=True)(sa.bindparam(None, pattern, type_=sa.String))
 
@@ -91,12 +92,16 @@ def binary_text(value: ColumnElement) -> ColumnElement:
     byte, case and trailing spaces counting (every text collation of MariaDB 10 but the `nopad` ones
     pads, so `'a' = 'a '`; a BINARY compares without padding). Typed as text, so values compared
     with it are bound as text (the server compares them as bytes); results read them back as text."""
+    from sqlalchemy.dialects import mysql
+
     return sa.type_coerce(sa.cast(sa.cast(value, mysql.CHAR(charset="utf8mb4")), mysql.BINARY()), sa.String)
 
 
 def catalog_columns(connection: sa.Connection, prefix: list[str], name: str) -> list[dict[str, Any]]:
     """The table's columns as SQLAlchemy's inspector reads them (SHOW CREATE TABLE); [] when there is
     no table."""
+    from sqlalchemy.dialects import mysql
+
     try:
         columns = sa.inspect(connection).get_columns(name, schema=prefix[0] if prefix else None)
     except sa.exc.NoSuchTableError:

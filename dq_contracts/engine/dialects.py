@@ -20,6 +20,7 @@ time-limited session; a contract's SQL rule runs there only on `_READ_ONLY` (rul
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import tempfile
 import threading
@@ -298,6 +299,38 @@ def _duckdb_begin(engine: sa.Engine, timeout_seconds: float) -> sa.Connection:
     return engine.connect()
 
 
+def send_inline(engine: sa.Engine) -> None:
+    """Every statement SQLAlchemy compiled is sent with its bound values rendered as literals, by
+    SQLAlchemy's own literal rendering (quotes doubled, types' own literal forms): DuckDB's Python
+    client imports pandas and numpy (0.3 s) at the first statement that carries parameters. A
+    statement that cannot be rendered so is sent with its parameters, as before."""
+
+    @sa.event.listens_for(engine, "before_cursor_execute", retval=True)
+    def literal(conn, cursor, statement, parameters, context, executemany):
+        compiled = getattr(context, "compiled", None)
+        if executemany or not parameters or compiled is None or compiled.statement is None:
+            return statement, parameters
+        given, clause = context.compiled_parameters[0], compiled.statement
+        # a value given at execution differs from its bind's own; an IN list's is given expanded
+        late = {bind.key: given.get(name) for bind, name in compiled.bind_names.items()
+                if ((given[name] is not bind.effective_value) if name in given else not bind.expanding)}
+        if late and not isinstance(clause, sa.TextClause):
+            return statement, parameters  # values given at execution to a Core statement: sent as given
+        if any(isinstance(v, float) and not math.isfinite(v) for v in given.values()):
+            return statement, parameters  # NaN and ±Infinity have no literal SQLAlchemy renders as DuckDB reads it
+        try:
+            if late:  # a text's (reflection's) values given at execution: its binds are named by their keys;
+                # a list of names (the tables reflected) as an ARRAY literal
+                clause = clause.bindparams(*(
+                    sa.bindparam(key, value, type_=sa.ARRAY(sa.String))
+                    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+                    else sa.bindparam(key, value) for key, value in late.items()))
+            inline = str(clause.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
+        except Exception:  # noqa: BLE001 - a type with no literal form: its parameters, as before
+            return statement, parameters
+        return inline, type(parameters)()
+
+
 def _duckdb_interrupt(connection: sa.Connection) -> Callable[[], None]:
     return connection.connection.driver_connection.interrupt
 
@@ -356,6 +389,9 @@ class Dialect:
     field_access: Callable[..., ColumnElement] | None
     unnest: Callable[[ColumnElement], ColumnElement] | None  # an array's items, one row each, in a SELECT list
     json: nested.JsonAccess | None  # members of a JSON column's values (`-> 'key'`); None: not addressed
+    # statements sent with their values as literals (`send_inline`), where binding parameters
+    # costs the client more than rendering them (DuckDB's imports pandas)
+    inline_values: bool
 
 
 GENERIC = Dialect(
@@ -365,7 +401,7 @@ GENERIC = Dialect(
     length=_length, epoch=_epoch, binary_text=None, nan=_nan_equal, catalog_columns=_catalog_columns,
     type_spellings=TYPE_SPELLINGS, measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT,
     distinct_counts_per_statement=DEFAULT_MEASURES_PER_STATEMENT, key_groups=False,
-    sample_arrays=True, checks_unvouched=False, field_access=None, unnest=None, json=None)
+    sample_arrays=True, checks_unvouched=False, field_access=None, unnest=None, json=None, inline_values=False)
 
 # The warehouses reached through their own SQLAlchemy packages (pyproject's extras): GENERIC but for
 # what each row says. Snowflake begins a time-limited session but cannot make it read-only; the
@@ -405,7 +441,7 @@ DIALECTS: dict[str, Dialect] = {
         catalog_columns=_postgres_catalog,
         type_spellings=TYPE_SPELLINGS, measures_per_statement=1500, distinct_counts_per_statement=1500,
         key_groups=False, sample_arrays=True, checks_unvouched=False, field_access=nested.field_of,
-        unnest=sa.func.unnest, json=nested.POSTGRES_JSON),
+        unnest=sa.func.unnest, json=nested.POSTGRES_JSON, inline_values=False),
     # DuckDB holds a hash table for each distinct count at once
     "duckdb": Dialect(
         name="duckdb", driver="duckdb", engine_options=_duckdb_options, prepare=_duckdb_confine,
@@ -415,7 +451,7 @@ DIALECTS: dict[str, Dialect] = {
         catalog_columns=_catalog_columns, type_spellings=TYPE_SPELLINGS,
         measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT, distinct_counts_per_statement=50,
         key_groups=True, why_not_read_only=None, sample_arrays=True, checks_unvouched=False,
-        field_access=nested.field_of, unnest=sa.func.unnest, json=None),
+        field_access=nested.field_of, unnest=sa.func.unnest, json=None, inline_values=True),
     # MySQL and MariaDB (engine/dialect_mysql.py): read-only only by the operator's SELECT-only user;
     # a table holds at most 4,096 columns, so a statement of 1,000 measures is well within its limits
     "mysql": Dialect(
@@ -429,7 +465,7 @@ DIALECTS: dict[str, Dialect] = {
         why_not_read_only="starts a check session READ ONLY with a statement timeout, but the session itself could "
                           "undo READ ONLY, so only credentials that can only read (a user granted SELECT alone) "
                           "keep it read-only",
-        sample_arrays=False, checks_unvouched=False, field_access=None, unnest=None, json=None),
+        sample_arrays=False, checks_unvouched=False, field_access=None, unnest=None, json=None, inline_values=False),
     **WAREHOUSE_DIALECTS,
     # Spark SQL (engine/spark.py): a Spark Thrift server through PyHive (`hive://`), and a Databricks SQL
     # warehouse through databricks-sqlalchemy (a URL built from `_HOST`… has no `http_path`: Databricks

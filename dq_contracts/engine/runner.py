@@ -213,6 +213,9 @@ def _measure(checks: list[CheckPlan], checked: CheckedObject, session: Session) 
     statements: list[dict[str, Any]] = [{"rows": sa.func.count()}, {}]
     grouped: dict[str, dict[str, tuple[bool, Any]]] = {}  # key column -> measure key -> (primary key?, expression)
     seen = {"rows"}  # a measure two checks share is built once (a wide table has thousands)
+    # and one two kinds spell alike (enum and invalidValues' validValues: the same NOT IN), by its SQL
+    same: dict[str, str] = {}  # SQL with its values -> the key measuring it
+    alias: dict[str, str] = {}  # key -> the key of the same SQL measured first
     for check in checks:
         kind = KINDS[check.kind]
         try:
@@ -225,6 +228,10 @@ def _measure(checks: list[CheckPlan], checked: CheckedObject, session: Session) 
         if key in seen:
             continue
         seen.add(key)
+        sql = _literal_sql(expression, session.engine)
+        if sql is not None and same.setdefault(sql, key) != key:
+            alias[key] = same[sql]
+            continue
         apart = kind.apart(check)
         if apart and dialect.key_groups:
             grouped.setdefault(check.params["columns"][0], {})[key] = (check.kind == "primary_key", expression)
@@ -238,9 +245,22 @@ def _measure(checks: list[CheckPlan], checked: CheckedObject, session: Session) 
         keys = list(measures)
         for start in range(0, len(keys), most):
             _run_measures({k: measures[k] for k in keys[start:start + most]}, checked, session, measured)
+    for key, first in alias.items():
+        for found in (measured.values, measured.errors, measured.sql, measured.samples):
+            if first in found:
+                found[key] = found[first]
     rows = measured.values.get("rows")
     measured.row_count = int(rows) if rows is not None else None
     return measured
+
+
+def _literal_sql(expression: Any, engine: sa.Engine) -> str | None:
+    """An expression's SQL with its values written in, to tell two measures apart; None if a value
+    has no literal form (then it is measured on its own)."""
+    try:
+        return str(expression.compile(dialect=engine.dialect, compile_kwargs={"literal_binds": True}))
+    except Exception:  # noqa: BLE001 - only a missed sharing
+        return None
 
 
 def _run_key_groups(column: str, keys: dict[str, tuple[bool, Any]], checked: CheckedObject, session: Session,

@@ -268,3 +268,46 @@ def test_a_compound_primary_key(warehouse, tmp_path, rows, observed):
     assert key.kind == "primary_key" and key.error is None
     assert key.observed == observed and key.passed is (observed == 0)
     assert len(key.details) == 0 and "GROUP BY" in key.sql
+
+
+@pytest.mark.postgres
+def test_a_postgresql_session_groups_by_sorting(pg_database):
+    """A key column's GROUP BY has a group per row: hashed, it spills in batches at the default
+    work_mem, sorted it streams and a LIMIT of 5 repeated keys stops early (dialect_postgres)."""
+    from dq_contracts.engine.sessions import Session
+
+    engine = sa.create_engine(pg_database)
+    with Session(engine, 30) as session:
+        settings = session.run(lambda c: c.execute(sa.text(
+            "SELECT current_setting('enable_hashagg'), current_setting('TimeZone'), "
+            "current_setting('transaction_read_only')")).one())
+    assert tuple(settings) == ("off", "UTC", "on")
+    with engine.connect() as c:  # local to the check's transaction, not the connection's
+        assert c.execute(sa.text("SELECT current_setting('enable_hashagg')")).scalar() == "on"
+    engine.dispose()
+
+
+def test_two_clauses_measured_by_the_same_sql_share_one_measure(tmp_path):
+    """enum and invalidValues' validValues on one column are the same NOT IN: measured once, both judged."""
+    from dq_contracts.engine.connections import connection_for, engine_for
+
+    engine = sa.create_engine(f"duckdb:///{tmp_path / 'w.duckdb'}")
+    with engine.begin() as c:
+        c.exec_driver_sql("CREATE TABLE t AS SELECT * FROM (VALUES ('a'), ('b'), ('z'), (NULL)) AS v(kind)")
+    engine.dispose()
+    path = tmp_path / "c.odcs.yaml"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v3.2.0", "kind": "DataContract", "id": "shared", "version": "1.0.0", "status": "active",
+        "servers": [{"server": "w", "type": "duckdb", "database": "w.duckdb"}],
+        "schema": [{"name": "t", "properties": [{"name": "kind", "physicalType": "VARCHAR",
+                    "enum": [{"value": "a"}, {"value": "b"}],
+                    "quality": [{"metric": "invalidValues", "arguments": {"validValues": ["a", "b"]}, "mustBe": 0},
+                                {"metric": "invalidValues", "arguments": {"validValues": ["a", "z"]}, "mustBe": 0}]}]}],
+    }))
+    plan = load_contracts([path]).plans[0]
+    connection = connection_for(plan.servers[0], {}, str(tmp_path))
+    results = {r.name: r for r in run_object(plan, plan.objects[0], engine_for(connection), now=NOW)}
+    judged = {name: (r.passed, r.observed) for name, r in results.items() if r.kind != "schema"}
+    assert sorted(judged.values()) == [(False, 1)] * 3  # 'z', 'z', then 'b' outside ['a', 'z'] (NULL valid)
+    aggregate = next(r.aggregate_sql for r in results.values() if r.kind != "schema")
+    assert aggregate.count("NOT IN ('a', 'b')") == 1 and aggregate.count("NOT IN ('a', 'z')") == 1
