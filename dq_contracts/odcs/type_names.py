@@ -40,10 +40,15 @@ def plain_type(text: str, dialect: str | None) -> str | None:
         return None
     if not isinstance(tree, exp.DataType) or not all(isinstance(node, _INERT) for node in tree.walk()):
         return None
-    depth, out = 0, ""
+    depth, out, previous = 0, "", None
     for token in tokens:
         if token.token_type not in _WORDS | _PUNCTUATION and token.token_type is not TokenType.NUMBER:
             return None
+        # arguments only after a type keyword (VARCHAR(8), STRUCT(…)): after another name, the engine
+        # could read `name(…)` as a call in a type modifier
+        if token.token_type is TokenType.L_PAREN and previous not in Parser.TYPE_TOKENS:
+            return None
+        previous = token.token_type
         if token.token_type in (TokenType.VAR, TokenType.NUMBER) and not re.fullmatch(r"\w+", token.text):
             return None
         depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(token.token_type, 0)

@@ -174,3 +174,52 @@ def test_a_type_is_what_the_warehouse_says(backend, ddl, values, declared, kind,
     [result] = run_object(plan, plan.objects[0], engine, selected=[check.name], files=found)
     assert result.error is None, result.error
     assert result.passed is passed, (result.observed, result.details)
+
+
+# (declared text, what is sent to the engine, or None: not a plain type name, never sent)
+JUDGED = [
+    ("bpchar", "bpchar"),
+    ("numeric(12,2)", "numeric(12, 2)"),
+    ("timestamp(3) with time zone", "timestamp(3) with time zone"),
+    ("INTEGER[]", "INTEGER[]"),
+    ("STRUCT(a INT)", "STRUCT(a INT)"),
+    ("int -- a comment", "int"),  # rendered from the tokens: the comment is not sent
+    ("int; DROP TABLE t", None),
+    ("INT), (SELECT password FROM users", None),
+    ("varchar(8) COLLATE nocase", None),
+    ("ENUM('a', 'b')", None),
+    ('"quoted"', None),
+    ("main.mood", None),
+    ("x(random())", None),  # arguments only after a type keyword: else a modifier could call a function
+    ("int(", None),
+    ("", None),
+    ("x" * 300, None),
+]
+
+
+@pytest.mark.parametrize("text, sent", JUDGED)
+def test_a_declared_type_reaches_the_engine_only_as_a_plain_type_name(text, sent):
+    from dq_contracts.odcs.type_names import plain_type
+
+    assert plain_type(text, "duckdb") == sent
+
+
+def test_a_type_name_that_is_no_plain_type_is_never_sent_and_each_name_is_asked_once(tmp_path, warehouse_of):
+    engine = warehouse_of("duckdb")[2]
+    with engine.begin() as c:
+        c.exec_driver_sql("CREATE TABLE t (c VARCHAR, d INTEGER, e DOUBLE)")
+    doc_properties = [{"name": "c", "physicalType": "INT), (SELECT 42"}, {"name": "d", "physicalType": "int4"},
+                      {"name": "e", "physicalType": "int4"}]
+    doc = {"apiVersion": "v3.1.0", "kind": "DataContract", "id": "ty", "version": "1.0.0", "status": "active",
+           "schema": [{"name": "t", "physicalName": "t", "properties": doc_properties}]}
+    path = tmp_path / "ty.odcs.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    plan = load_contracts([path]).plans[0]
+    statements: list[str] = []
+    sa.event.listen(engine, "before_cursor_execute", lambda *a: statements.append(a[2]))
+    [result] = run_object(plan, plan.objects[0], engine, selected=["schema"])
+    assert not result.passed and result.error is None
+    assert result.details["type_mismatches"] == ["c: declared INT), (SELECT 42, found VARCHAR",
+                                                 "e: declared int4, found DOUBLE"]
+    assert not any("42" in s for s in statements)
+    assert sum("typeof" in s for s in statements) == 1  # int4 asked once, for both columns
