@@ -64,7 +64,9 @@ def plain_type(text: str, dialect: str | None) -> str | None:
 def split_arguments(text: str) -> tuple[str, str]:
     """(the type's name without its numeric arguments, the arguments as `(a,b)` or ""):
     `timestamp(3) with time zone` → (`timestamp with time zone`, `(3)`)."""
-    found = _ARGS.search(text)
+    # the type's own arguments, not a field's inside a STRUCT(…) or MAP(…)
+    found = next((m for m in _ARGS.finditer(text) if text[:m.start()].count("(") == text[:m.start()].count(")")),
+                 None)
     if not found:
         return re.sub(r"\s+", " ", text.strip()), ""
     base = (text[:found.start()] + " " + text[found.end():]).strip()
