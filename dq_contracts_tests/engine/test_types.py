@@ -24,7 +24,7 @@ import yaml
 from dq_contracts.engine.connections import connection_for, engine_for
 from dq_contracts.engine.runner import run_object
 from dq_contracts.odcs.load import load_contracts
-from dq_contracts_tests.support import spark_table
+from dq_contracts_tests.support import lake_engine, spark_table, write_lake
 
 U1, U2 = "1b4e28ba-2fa1-11d2-883f-0016d3cca427", "6fa459ea-ee8a-3ca4-894e-db77e160355e"
 
@@ -65,6 +65,9 @@ ROWS = [
     ("json", "VARCHAR", [U1, U2], {"logicalType": "string", "logicalTypeOptions": {"minLength": 36}}, "length", True),
     ("parquet", "BIGINT[]", [[1, 2]], {"logicalType": "integer"}, "schema", False),
     ("csv", "VARCHAR", ["a"], {"physicalType": "bpchar"}, "schema", True),
+    # a Delta table: its log's types as DuckDB reads the Arrow schema
+    ("delta", "list<int64>", [[1, 2]], {"logicalType": "integer"}, "schema", False),
+    ("delta", "string", ["a"], {"physicalType": "bpchar"}, "schema", True),
     # Spark
     ("spark", "ARRAY<INT>", [None], {"logicalType": "integer"}, "schema", False),
 ]
@@ -120,6 +123,8 @@ HELD = [
     ("parquet", "BIGINT[]", [[1, 2]], {"logicalType": "array"}, "schema", True),
     ("parquet", "BIGINT[]", [[1, 2]], {"physicalType": "BIGINT[]"}, "schema", True),
     ("parquet", "REAL", [1.5], {"physicalType": "float"}, "schema", True),
+    ("delta", "list<int64>", [[1, 2]], {"logicalType": "array"}, "schema", True),
+    ("delta", "float32", [1.5], {"physicalType": "float"}, "schema", True),
     ("csv", "DATE", ["2024-01-31"],
      {"logicalType": "string", "logicalTypeOptions": {"pattern": "^2024-01"}}, "pattern", True),
     # Spark
@@ -175,6 +180,12 @@ def test_a_type_is_what_the_warehouse_says(backend, ddl, values, declared, kind,
     found = None
     if backend in FILES:
         engine, found = files(tmp_path, backend, ddl, values)
+    elif backend == "delta":
+        import pyarrow as pa
+
+        arrow = {"list<int64>": pa.list_(pa.int64()), "string": pa.string(), "float32": pa.float32()}[ddl]
+        server, environ = write_lake("delta", tmp_path, "t", pa.table({"c": pa.array(values, arrow)}))
+        engine, found = lake_engine(server, environ, tmp_path)
     elif backend == "spark":
         engine = warehouse_of("spark")[2]
         spark_table(engine, "t", {"c": ddl}, [[v] for v in values])
