@@ -137,15 +137,18 @@ PSEUDO_TYPES = {"serial": "integer", "serial4": "integer", "bigserial": "bigint"
 def resolve_types(connection: sa.Connection, names: list[str]) -> dict[str, str | None]:
     """Each name's type as the catalog names it (`format_type(to_regtype(:name), NULL)`: `int4` →
     `integer`, `varchar(8)` → `character varying` and its `(8)`), the name bound, never spliced; None
-    where PostgreSQL knows no such type. One statement, in a savepoint: PostgreSQL 15 raises on a name
-    it cannot parse, which would end the read-only transaction."""
+    where PostgreSQL knows no such type. One statement; before PostgreSQL 16, which raises on a name
+    it cannot parse (that would end the read-only transaction), in a savepoint."""
     parts = {n: split_arguments(n) for n in names}
     bases = [PSEUDO_TYPES.get(base.lower(), base) for base, _ in parts.values()]
     query = sa.select(*(_format_type(sa.func.pg_catalog.to_regtype(sa.bindparam(f"t{i}", base, type_=sa.String)),
                                      sa.null()) for i, base in enumerate(bases)))
-    try:
-        with connection.begin_nested():
-            found = list(connection.execute(query).one())
-    except sa.exc.DBAPIError:
-        found = [None] * len(parts)
+    if (connection.dialect.server_version_info or (0,)) >= (16,):  # to_regtype's errors are soft there
+        found = list(connection.execute(query).one())
+    else:
+        try:
+            with connection.begin_nested():
+                found = list(connection.execute(query).one())
+        except sa.exc.DBAPIError:
+            found = [None] * len(parts)
     return {n: None if f is None else f + args for (n, (_, args)), f in zip(parts.items(), found)}

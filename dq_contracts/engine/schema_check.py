@@ -7,6 +7,7 @@ each column's type (not SQLAlchemy's reflection, which knows no `xml`), and wher
 resolves type names (the Dialect row's `resolve_types`: DuckDB, PostgreSQL) the declared type as
 the engine resolves it, so `bpchar` is VARCHAR on DuckDB and `int4` is integer on PostgreSQL. Where
 it cannot, or does not know the name, spellings are normalised by the row's `type_spellings`.
+`resolve_type` and `is_declared_type` answer for one declared type (a nested field's).
 Undeclared columns, and `required: true` on a column the catalog says is nullable, are reported
 as information: they never fail the check.
 """
@@ -126,6 +127,15 @@ def type_differs(connection: sa.Connection, found: Mapping[str, Any], declared: 
     if resolved is not None and found.get("resolved"):
         return not _alike(_canonical(found["resolved"]), _canonical(resolved))
     return not same_type(found["type_text"], declared, dialect_of(connection.dialect.name).type_spellings)
+
+
+def is_declared_type(connection: sa.Connection, observed: str, declared: str) -> bool:
+    """Whether a type the engine names `observed` (as its catalog and `resolve_types` name types:
+    DuckDB's `INTEGER`, PostgreSQL's `format_type` without the modifier, then the modifier's numbers)
+    is the `declared` one: the hook for comparing a nested field's declared type."""
+    found = {"type_text": observed,
+             "resolved": observed if dialect_of(connection.dialect.name).resolve_types is not None else None}
+    return not type_differs(connection, found, declared, resolve_type(connection, declared))
 
 
 def logical_mismatch(logical_type: Any, type_text: str) -> bool:

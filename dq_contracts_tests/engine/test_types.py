@@ -248,3 +248,15 @@ def test_a_type_name_that_is_no_plain_type_is_never_sent_and_each_name_is_asked_
                                                  "e: declared int4, found DOUBLE"]
     assert not any("42" in s for s in statements)
     assert sum("typeof" in s for s in statements) == 1  # int4 asked once, for both columns
+
+
+@pytest.mark.parametrize("observed, declared, same", [("INTEGER", "int4", True), ("VARCHAR", "bpchar", True),
+                                                      ("FLOAT", "float", True), ("DOUBLE", "float", False),
+                                                      ("DECIMAL(12,2)", "numeric(12,2)", True),
+                                                      ("DECIMAL(12,2)", "decimal(10,2)", False)])
+def test_one_declared_type_is_compared_as_the_engine_names_it(observed, declared, same, warehouse_of):
+    """The hook nested fields are compared through: one observed type against one declared."""
+    from dq_contracts.engine.schema_check import is_declared_type
+
+    with warehouse_of("duckdb")[2].connect() as connection:
+        assert is_declared_type(connection, observed, declared) is same
