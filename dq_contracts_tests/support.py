@@ -391,7 +391,8 @@ MATRIX_PROPERTIES = [
     {"name": "code", "logicalType": "string", "physicalType": "VARCHAR(8)", "required": True, "unique": True,
      "logicalTypeOptions": {"minLength": 2, "maxLength": 3, "pattern": "^[A-Z]+$"}},
     {"name": "email", "logicalType": "string", "classification": "pii", "logicalTypeOptions": {"format": "email"}},
-    {"name": "amount", "logicalType": "number", "physicalType": "DECIMAL(12,2)",
+    # type names given by aliases (numeric for DECIMAL, int4 for INTEGER): each engine resolves or spells them
+    {"name": "amount", "logicalType": "number", "physicalType": "numeric(12,2)",
      "logicalTypeOptions": {"minimum": 0, "exclusiveMaximum": 100, "multipleOf": 0.5}},
     {"name": "day", "logicalType": "date", "logicalTypeOptions": {"minimum": "2020-01-01"}},
     {"name": "kind", "logicalType": "string", "enum": [{"value": "a"}, {"value": "b"}],
@@ -399,7 +400,7 @@ MATRIX_PROPERTIES = [
                  {"metric": "missingValues", "arguments": {"missingValues": [None, "", "n/a"]},
                   "mustBeLessThan": 20, "unit": "percent"},
                  {"metric": "nullValues", "mustBeLessOrEqualTo": 0}]},
-    {"name": "parent", "logicalType": "integer", "relationships": [{"to": "t.id"}],
+    {"name": "parent", "logicalType": "integer", "physicalType": "int4", "relationships": [{"to": "t.id"}],
      "quality": [{"metric": "duplicateValues", "mustBe": 0}]},
     {"name": "ts", "logicalType": "timestamp"},
     # a double: its bad row is a NaN, which a minimum alone would let through (MariaDB, which stores

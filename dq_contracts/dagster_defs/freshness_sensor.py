@@ -78,7 +78,7 @@ def _observed_columns(obj: ObjectPlan, table: Any, engine: sa.Engine, connection
         checked = CheckedObject(obj, table, engine.dialect.name, connection.schema, engine.dialect.identifier_preparer,
                                 dt.datetime.now(dt.timezone.utc), connection.files)
         found = read_catalog(checked, conn)
-        return [(str(c["name"]), str(c.get("type_text") or c["type"].compile(dialect=engine.dialect)))
+        return [(str(c["name"]), str(c["type_text"]))
                 for c in found.values()]
     except Exception:  # a courtesy: the materialisation is reported all the same
         return []

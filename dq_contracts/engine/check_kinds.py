@@ -102,8 +102,12 @@ def _row(checked: CheckedObject) -> Any:
 
 def _as_text(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
     """The check's column as a regular expression reads it: always text, byte by byte (a pattern
-    under a nondeterministic collation is an error on PostgreSQL)."""
-    return as_bytes(_column(check, checked), checked.dialect)
+    under a nondeterministic collation is an error on PostgreSQL), whatever the column's type (a
+    native UUID, DATE or TIMESTAMP is judged on its text form)."""
+    column = _column(check, checked)
+    if dialect_of(checked.dialect).binary_text is None:
+        return sa.cast(column, sa.String)
+    return as_bytes(column, checked.dialect)
 
 
 def _count_where(condition: ColumnElement) -> ColumnElement:
@@ -158,7 +162,8 @@ def _numeric_bound(check: CheckPlan) -> bool:
 
 
 def _length(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
-    length = dialect_of(checked.dialect).length(_column(check, checked))
+    # characters of the value's text form: a length of a UUID or a date is of how it is written
+    length = dialect_of(checked.dialect).length(sa.cast(_column(check, checked), sa.String))
     return length < check.params["bound"] if check.params["lower"] else length > check.params["bound"]
 
 

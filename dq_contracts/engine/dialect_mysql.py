@@ -97,19 +97,22 @@ def binary_text(value: ColumnElement) -> ColumnElement:
     return sa.type_coerce(sa.cast(sa.cast(value, mysql.CHAR(charset="utf8mb4")), mysql.BINARY()), sa.String)
 
 
-def catalog_columns(connection: sa.Connection, prefix: list[str], name: str) -> list[dict[str, Any]]:
-    """The table's columns as SQLAlchemy's inspector reads them (SHOW CREATE TABLE); [] when there is
-    no table."""
-    from sqlalchemy.dialects import mysql
+_COLUMNS = sa.table("COLUMNS", sa.column("TABLE_SCHEMA"), sa.column("TABLE_NAME"), sa.column("COLUMN_NAME"),
+                    sa.column("COLUMN_TYPE"), sa.column("IS_NULLABLE"), sa.column("ORDINAL_POSITION"),
+                    schema="information_schema")
 
-    try:
-        columns = sa.inspect(connection).get_columns(name, schema=prefix[0] if prefix else None)
-    except sa.exc.NoSuchTableError:
-        return []
-    for column in columns:  # MySQL's BOOLEAN is stored as TINYINT(1), and its catalog says so
-        if isinstance(column["type"], mysql.TINYINT) and column["type"].display_width == 1:
-            column.update(type=sa.Boolean(), type_text="BOOLEAN")
-    return columns
+
+def catalog_columns(connection: sa.Connection, prefix: list[str], name: str) -> list[dict[str, Any]]:
+    """The table's columns as the server names their types (information_schema's COLUMN_TYPE:
+    `int(11)`, `varchar(8)`, `decimal(12,2)`, `uuid`); [] when there is no table. MySQL's BOOLEAN is
+    stored as TINYINT(1), and its catalog says so: it is read as the boolean it was declared."""
+    c = _COLUMNS.c
+    schema = sa.bindparam(None, prefix[0], type_=sa.String) if prefix else sa.func.database()
+    rows = connection.execute(sa.select(c.COLUMN_NAME, c.COLUMN_TYPE, c.IS_NULLABLE).where(
+        c.TABLE_SCHEMA == schema, c.TABLE_NAME == sa.bindparam(None, name, type_=sa.String))
+        .order_by(c.ORDINAL_POSITION)).fetchall()
+    return [{"name": column, "type_text": "boolean" if str(shown).lower() == "tinyint(1)" else str(shown),
+             "nullable": nullable == "YES"} for column, shown, nullable in rows]
 
 
 # How MySQL spells types (its catalog, or a person used to it), beside the shared spellings: its

@@ -9,6 +9,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
+from dq_contracts.odcs.type_names import split_arguments
+
 
 class RedefinitionError(ValueError):
     """A warehouse file defines functions or types (a PostgreSQL database, casts) that would change
@@ -102,3 +104,55 @@ def refuse_casts(dbapi_connection: Any, database: str | None) -> None:
         raise RedefinitionError(f"the PostgreSQL database {database} holds {shown}: a cast its owner wrote "
                                 "answers for the comparisons of its types, so none of its checks runs (drop the "
                                 "cast, or use WITH INOUT)")
+
+
+# -- the schema check: the catalog's own names of types ----------------------------------------------
+
+_ATTRIBUTE = sa.table("pg_attribute", sa.column("attrelid"), sa.column("attname"), sa.column("atttypid"),
+                      sa.column("atttypmod"), sa.column("attnum"), sa.column("attnotnull"), sa.column("attisdropped"),
+                      schema="pg_catalog")
+_CLASS = sa.table("pg_class", sa.column("oid"), sa.column("relname"), sa.column("relnamespace"), schema="pg_catalog")
+_NAMESPACE = sa.table("pg_namespace", sa.column("oid"), sa.column("nspname"), schema="pg_catalog")
+_format_type = sa.func.pg_catalog.format_type
+
+
+def catalog_columns(connection: sa.Connection, schema: str, name: str) -> list[dict[str, Any]]:
+    """The columns of a table, view or foreign table as PostgreSQL names their types
+    (`format_type(atttypid, atttypmod)`: `character varying(8)`, `xml`, `integer[]`), and `resolved`,
+    the type's name as `resolve_types` gives a declared one (`format_type` without the modifier, the
+    modifier's numbers after it); names exact, as the checks quote them."""
+    a, c, n = _ATTRIBUTE.c, _CLASS.c, _NAMESPACE.c
+    query = (sa.select(a.attname, _format_type(a.atttypid, a.atttypmod), _format_type(a.atttypid, sa.null()),
+                       a.attnotnull)
+             .select_from(_ATTRIBUTE.join(_CLASS, c.oid == a.attrelid).join(_NAMESPACE, n.oid == c.relnamespace))
+             .where(n.nspname == sa.bindparam(None, schema, type_=sa.String),
+                    c.relname == sa.bindparam(None, name, type_=sa.String), a.attnum > 0, sa.not_(a.attisdropped))
+             .order_by(a.attnum))
+    return [{"name": column, "type_text": shown, "resolved": base + split_arguments(shown)[1], "nullable": not notnull}
+            for column, shown, base, notnull in connection.execute(query).fetchall()]
+
+
+# Names PostgreSQL takes in CREATE TABLE that are no type: `serial` is an integer column with a
+# sequence, and its catalog says integer. The only names resolved here rather than by the server
+PSEUDO_TYPES = {"serial": "integer", "serial4": "integer", "bigserial": "bigint", "serial8": "bigint",
+                "smallserial": "smallint", "serial2": "smallint"}
+
+
+def resolve_types(connection: sa.Connection, names: list[str]) -> dict[str, str | None]:
+    """Each name's type as the catalog names it (`format_type(to_regtype(:name), NULL)`: `int4` →
+    `integer`, `varchar(8)` → `character varying` and its `(8)`), the name bound, never spliced; None
+    where PostgreSQL knows no such type. One statement; before PostgreSQL 16, which raises on a name
+    it cannot parse (that would end the read-only transaction), in a savepoint."""
+    parts = {n: split_arguments(n) for n in names}
+    bases = [PSEUDO_TYPES.get(base.lower(), base) for base, _ in parts.values()]
+    query = sa.select(*(_format_type(sa.func.pg_catalog.to_regtype(sa.bindparam(f"t{i}", base, type_=sa.String)),
+                                     sa.null()) for i, base in enumerate(bases)))
+    if (connection.dialect.server_version_info or (0,)) >= (16,):  # to_regtype's errors are soft there
+        found = list(connection.execute(query).one())
+    else:
+        try:
+            with connection.begin_nested():
+                found = list(connection.execute(query).one())
+        except sa.exc.DBAPIError:
+            found = [None] * len(parts)
+    return {n: None if f is None else f + args for (n, (_, args)), f in zip(parts.items(), found)}

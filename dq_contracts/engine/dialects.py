@@ -4,7 +4,8 @@ dialect name, `url.get_backend_name()`), and `GENERIC` for any other.
 A row says how a connection is built and opened, how a session is made read-only and time-limited
 (`begin`, `interrupt`, `server_timeout`), how a 2- or 3-part table name is quoted, the regex, length,
 epoch and NaN functions the check kinds call, how text is compared byte by byte (`binary_text`), the
-catalog query of the schema check, how its type names are normalised, and how many measures one
+catalog query of the schema check (types as the engine spells them), how the engine resolves a
+declared type name (`resolve_types`) or how type names are normalised, and how many measures one
 statement holds. What ODCS says about the server type (its
 names, sqlglot dialect, default schema, case) is its row in odcs/servers.py.
 
@@ -31,7 +32,7 @@ from typing import Any, Callable, Mapping, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
-from dq_contracts.engine import dialect_mysql, nested, spark
+from dq_contracts.engine import dialect_duckdb, dialect_mysql, nested, spark
 from dq_contracts.engine import dialect_postgres as pg
 from dq_contracts.engine.dialect_postgres import RedefinitionError
 from dq_contracts.engine import warehouse_sql as ws
@@ -90,11 +91,14 @@ def _binary_text(text_type: type, collation: str) -> Callable[[ColumnElement], C
 
 
 def _catalog_columns(connection: sa.Connection, prefix: list[str], name: str) -> list[dict[str, Any]]:
-    """The table's columns as SQLAlchemy's inspector reads the catalog; [] when there is no table."""
+    """The table's columns as SQLAlchemy's inspector reads the catalog, each type as the dialect
+    writes it; [] when there is no table. (The rows of the engines run here read their catalog
+    themselves: the inspector knows no type it has no class for.)"""
     try:
-        return sa.inspect(connection).get_columns(name, schema=".".join(prefix) or None)
+        columns = sa.inspect(connection).get_columns(name, schema=".".join(prefix) or None)
     except sa.exc.NoSuchTableError:
         return []
+    return [{**c, "type_text": c.get("type_text") or c["type"].compile(dialect=connection.dialect)} for c in columns]
 
 
 def no_server_timeout(exc: BaseException) -> bool:
@@ -129,7 +133,7 @@ def _postgres_catalog(connection: sa.Connection, prefix: list[str], name: str) -
             raise MissingTable(f"table {'.'.join([*prefix, name])} is in database {prefix[0]!r}, not in "
                                f"{current!r}, the database this server connects to")
         prefix = prefix[1:]
-    return _catalog_columns(connection, prefix, name)
+    return pg.catalog_columns(connection, prefix[0] if prefix else connection.dialect.default_schema_name, name)
 
 
 # -- DuckDB -------------------------------------------------------------------------------------------
@@ -374,7 +378,12 @@ class Dialect:
     # no column can hold a NaN or an infinity (MySQL and MariaDB cast 'NaN' to 0: a test there would
     # flag every zero), so multipleOf adds no test of them either
     nan: Callable[[ColumnElement], ColumnElement] | None
-    catalog_columns: Callable[[sa.Connection, list[str], str], list[dict[str, Any]]]  # the schema check's
+    # the schema check's catalog read: each column's name, `type_text` (as the engine spells its type),
+    # `nullable`, and `resolved` where the engine names it as `resolve_types` does
+    catalog_columns: Callable[[sa.Connection, list[str], str], list[dict[str, Any]]]
+    # each judged type name (odcs.type_names) as the engine resolves it, None where it knows none;
+    # None: the engine cannot resolve names here, and `type_spellings` normalise them
+    resolve_types: Callable[[sa.Connection, list[str]], dict[str, str | None]] | None
     type_spellings: Mapping[str, str]  # type-name normalisation (schema_check.normalise_type)
     measures_per_statement: int  # a wide table's aggregate is split into statements of at most this
     distinct_counts_per_statement: int  # the same for its distinct counts (check_kinds._keys_apart)
@@ -398,7 +407,7 @@ GENERIC = Dialect(
     name="", driver=None, engine_options=lambda connection: {}, prepare=None, settings=(), begin=None,
     why_not_read_only="has no row here that makes a check session read-only and time-limited (engine/dialects.py)",
     interrupt=None, server_timeout=no_server_timeout, names_need_schema=False, qualifier=qualifier, regex=_regex,
-    length=_length, epoch=_epoch, binary_text=None, nan=_nan_equal, catalog_columns=_catalog_columns,
+    length=_length, epoch=_epoch, binary_text=None, nan=_nan_equal, catalog_columns=_catalog_columns, resolve_types=None,
     type_spellings=TYPE_SPELLINGS, measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT,
     distinct_counts_per_statement=DEFAULT_MEASURES_PER_STATEMENT, key_groups=False,
     sample_arrays=True, checks_unvouched=False, field_access=None, unnest=None, json=None, inline_values=False)
@@ -438,7 +447,7 @@ DIALECTS: dict[str, Dialect] = {
         prepare=pg.prepare, settings=(), begin=pg.begin, why_not_read_only=None, interrupt=None,
         server_timeout=pg.timed_out, names_need_schema=True, qualifier=qualifier, regex=pg.regex,
         length=_length, epoch=_epoch, binary_text=_binary_text(sa.Text, "C"), nan=_nan_equal,
-        catalog_columns=_postgres_catalog,
+        catalog_columns=_postgres_catalog, resolve_types=pg.resolve_types,
         type_spellings=TYPE_SPELLINGS, measures_per_statement=1500, distinct_counts_per_statement=1500,
         key_groups=False, sample_arrays=True, checks_unvouched=False, field_access=nested.field_of,
         unnest=sa.func.unnest, json=nested.POSTGRES_JSON, inline_values=False),
@@ -448,7 +457,8 @@ DIALECTS: dict[str, Dialect] = {
         settings=DUCKDB_SETTINGS, begin=_duckdb_begin, interrupt=_duckdb_interrupt,
         server_timeout=no_server_timeout, names_need_schema=False, qualifier=qualifier, regex=_duckdb_regex,
         length=_length, epoch=_epoch, binary_text=_binary_text(sa.String, "binary"), nan=_is_nan("isnan"),
-        catalog_columns=_catalog_columns, type_spellings=TYPE_SPELLINGS,
+        catalog_columns=dialect_duckdb.catalog_columns, resolve_types=dialect_duckdb.resolve_types,
+        type_spellings=TYPE_SPELLINGS,
         measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT, distinct_counts_per_statement=50,
         key_groups=True, why_not_read_only=None, sample_arrays=True, checks_unvouched=False,
         field_access=nested.field_of, unnest=sa.func.unnest, json=None, inline_values=True),
@@ -459,7 +469,7 @@ DIALECTS: dict[str, Dialect] = {
         begin=dialect_mysql.begin, interrupt=None, server_timeout=dialect_mysql.timed_out, names_need_schema=False,
         qualifier=dialect_mysql.qualifier, regex=dialect_mysql.regex, length=dialect_mysql.length,
         epoch=dialect_mysql.epoch, binary_text=dialect_mysql.binary_text, nan=None,
-        catalog_columns=dialect_mysql.catalog_columns,
+        catalog_columns=dialect_mysql.catalog_columns, resolve_types=None,
         type_spellings={**TYPE_SPELLINGS, **dialect_mysql.TYPE_SPELLINGS}, measures_per_statement=1000,
         distinct_counts_per_statement=100, key_groups=False,
         why_not_read_only="starts a check session READ ONLY with a statement timeout, but the session itself could "

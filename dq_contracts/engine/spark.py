@@ -109,14 +109,7 @@ def epoch(value: ColumnElement) -> ColumnElement:
     return sa.func.unix_micros(sa.cast(value, sa.DateTime), type_=sa.BigInteger) / 1000000.0
 
 
-# Spark's type names (DESCRIBE … AS JSON) to the SQLAlchemy families the schema check compares
-FAMILIES: Mapping[str, type] = {
-    "boolean": sa.Boolean, "tinyint": sa.SmallInteger, "byte": sa.SmallInteger, "smallint": sa.SmallInteger,
-    "short": sa.SmallInteger, "int": sa.Integer, "integer": sa.Integer, "bigint": sa.BigInteger,
-    "long": sa.BigInteger, "float": sa.Float, "double": sa.Float, "decimal": sa.Numeric, "string": sa.String,
-    "varchar": sa.String, "char": sa.String, "date": sa.Date, "timestamp": sa.DateTime,
-    "timestamp_ntz": sa.DateTime, "timestamp_ltz": sa.DateTime, "binary": sa.LargeBinary,
-}
+# Spark's type names (DESCRIBE … AS JSON) beside the shared spellings (Spark resolves no declared name here)
 SPELLINGS: Mapping[str, str] = {"float": "real", "long": "bigint", "short": "smallint", "byte": "tinyint",
                                 "timestamp_ltz": "timestamp"}
 
@@ -149,8 +142,6 @@ def catalog_columns(connection: sa.Connection, prefix: list[str], name: str) -> 
         raise
     found = []
     for column in json.loads(text).get("columns") or []:
-        spark_type = column.get("type") or {}
-        family = FAMILIES.get(str(spark_type.get("name")).lower(), sa.types.NullType)
-        found.append({"name": column["name"], "type": family(), "type_text": _type_text(spark_type),
+        found.append({"name": column["name"], "type_text": _type_text(column.get("type") or {}),
                       "nullable": column.get("nullable")})
     return found

@@ -69,6 +69,7 @@ def snowflake_catalog(connection: sa.Connection, prefix: list[str], name: str) -
             column["type"] = sa.BigInteger()
             if kind.precision in (None, 38):
                 column["type_text"] = "INTEGER"
+        column.setdefault("type_text", column["type"].compile(dialect=connection.dialect))
     return columns
 
 

@@ -46,6 +46,10 @@ FAILING = {
 # Per object: BEGIN READ ONLY, the settings (timeout, time zone), the aggregate (the compound key's
 # GROUP BY a subquery of it), the distinct counts, the catalog read, two of samples, ROLLBACK.
 PER_OBJECT = 8
+# and, the first time a connection meets them, the declared types resolved by the server in one
+# statement (before PostgreSQL 16 in a SAVEPOINT and its RELEASE: to_regtype raised on a name it
+# could not parse); the next run on the same engine knows them
+TYPES, SAVEPOINT = 1, 2
 # and, once per new engine, what SQLAlchemy asks in a transaction of its own (server version,
 # schema, string quoting, isolation level)
 MOST_STATEMENTS = 15
@@ -100,6 +104,7 @@ def test_a_failing_table_costs_few_statements_on_postgres(tmp_path, pg_database,
     def listing(statements: list[tuple[str, int]]) -> str:
         return "\n".join(f"{calls:3}  {' '.join(q.split())[:150]}" for q, calls in statements)
 
-    assert sum(calls for _, calls in first) <= MOST_STATEMENTS, listing(first)
+    savepoint = SAVEPOINT if admin.dialect.server_version_info < (16,) else 0
+    assert sum(calls for _, calls in first) <= MOST_STATEMENTS + TYPES + savepoint, listing(first)
     assert sum(calls for _, calls in second) == PER_OBJECT, listing(second)
     assert ("BEGIN READ ONLY", 1) in second and ("ROLLBACK", 1) in second  # one read-only transaction

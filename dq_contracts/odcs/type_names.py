@@ -1,0 +1,93 @@
+"""A declared `physicalType` judged as a type name before any engine reads it.
+
+The text is contract input. Where the engine resolves it (engine/schema_check.py: DuckDB's
+`typeof(CAST(NULL AS <type>))`), it stands in a statement, so it is judged here by sqlglot's
+tokenizer and parser in the server's dialect: only words, numbers, and the brackets and commas of
+type arguments (`VARCHAR(8)`, `DECIMAL(12, 2)`, `INTEGER[]`, `STRUCT(a INTEGER)`), parsed as one
+data type; and what is rendered is those tokens again, never the text (a comment or anything the
+parser skipped is gone). Anything else is None: the engine is not asked about it.
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_LENGTH = 200
+
+# The common case, judged without sqlglot (its import is a tenth of a second of every run): one
+# word, with the words of the standard's multi-word names (`double precision`, `character varying`,
+# `timestamp with time zone`), or a type that takes arguments (by its name) with numbers as arguments
+# (`VARCHAR(8)`, `DECIMAL(12, 2)`). Inside `CAST(NULL AS …)` such text is a type name or a syntax error.
+_WORD = r"[A-Za-z_][A-Za-z0-9_]*"
+_MORE = r"(?:(?i: precision| varying| unsigned| signed| with time zone| without time zone| with local time zone))?"
+_WORDS_ONLY = re.compile(rf"{_WORD}{_MORE}")
+_TAKES_ARGUMENTS = frozenset({"varchar", "char", "character", "character varying", "nvarchar", "nchar", "bpchar",
+                              "decimal", "numeric", "number", "bit", "bit varying", "varbit", "float", "time",
+                              "timestamp", "datetime", "datetime2", "string", "binary", "varbinary"})
+_WITH_ARGUMENTS = re.compile(rf"({_WORD}{_MORE}) ?\( ?(\d+(?: ?, ?\d+)?) ?\)({_MORE})")
+
+# numeric arguments anywhere in a type's name: `varchar(8)`, `timestamp(3) with time zone`
+_ARGS = re.compile(r"\(\s*(\d+(?:\s*,\s*\d+)*)\s*\)")
+
+
+def plain_type(text: str, dialect: str | None) -> str | None:
+    """The type name rendered from its own tokens, or None when it is not a plain type name."""
+    if not isinstance(text, str) or not text.strip() or len(text) > MAX_LENGTH:
+        return None
+    simple = re.sub(r"\s+", " ", text.strip())
+    if _WORDS_ONLY.fullmatch(simple):
+        return simple
+    found = _WITH_ARGUMENTS.fullmatch(simple)
+    if found and found.group(1).lower() in _TAKES_ARGUMENTS:
+        arguments = re.sub(r" ?, ?", ", ", found.group(2))
+        return f"{found.group(1)}({arguments}){found.group(3)}"
+    # sqlglot is imported here, when a declared type is judged, not by every run that loads this module
+    from sqlglot import exp
+    from sqlglot.dialects import Dialect
+    from sqlglot.parser import Parser
+    from sqlglot.tokens import TokenType
+
+    # the tokens of a type name: words (type keywords, other names, `with time zone`), numbers, and
+    # the punctuation of arguments and arrays; a string, a quoted name, `;`, an operator is none of them
+    _PUNCTUATION = {TokenType.L_PAREN, TokenType.R_PAREN, TokenType.COMMA, TokenType.L_BRACKET, TokenType.R_BRACKET}
+    _WORDS = {TokenType.VAR, TokenType.WITH, *Parser.TYPE_TOKENS}
+    # what a data type's tree may hold: types, their arguments, a struct's field names
+    _INERT = (exp.DataType, exp.DataTypeParam, exp.Literal, exp.ColumnDef, exp.Identifier)
+    try:
+        tokens = Dialect.get_or_raise(dialect).tokenizer_class().tokenize(text)
+        tree = exp.DataType.build(text, dialect=dialect, udt=True)
+    except Exception:  # noqa: BLE001 - sqlglot's errors are of many classes: not a type name
+        return None
+    if not isinstance(tree, exp.DataType) or not all(isinstance(node, _INERT) for node in tree.walk()):
+        return None
+    depth, out, previous = 0, "", None
+    for token in tokens:
+        if token.token_type not in _WORDS | _PUNCTUATION and token.token_type is not TokenType.NUMBER:
+            return None
+        # arguments only after a type keyword (VARCHAR(8), STRUCT(…)): after another name, the engine
+        # could read `name(…)` as a call in a type modifier
+        if token.token_type is TokenType.L_PAREN and previous not in Parser.TYPE_TOKENS:
+            return None
+        previous = token.token_type
+        if token.token_type in (TokenType.VAR, TokenType.NUMBER) and not re.fullmatch(r"\w+", token.text):
+            return None
+        depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(token.token_type, 0)
+        if depth < 0:
+            return None
+        if token.token_type in (TokenType.VAR, TokenType.NUMBER) or token.token_type in _WORDS:
+            out += (" " if out and out[-1] not in "([ " else "") + token.text
+        else:
+            out += token.text + (" " if token.token_type is TokenType.COMMA else "")
+    return out if depth == 0 else None
+
+
+def split_arguments(text: str) -> tuple[str, str]:
+    """(the type's name without its numeric arguments, the arguments as `(a,b)` or ""):
+    `timestamp(3) with time zone` → (`timestamp with time zone`, `(3)`)."""
+    # the type's own arguments, not a field's inside a STRUCT(…) or MAP(…)
+    found = next((m for m in _ARGS.finditer(text) if text[:m.start()].count("(") == text[:m.start()].count(")")),
+                 None)
+    if not found:
+        return re.sub(r"\s+", " ", text.strip()), ""
+    base = (text[:found.start()] + " " + text[found.end():]).strip()
+    return re.sub(r"\s+", " ", base).replace(" [", "["), "(" + re.sub(r"\s", "", found.group(1)) + ")"
