@@ -120,6 +120,7 @@ class Expect:
     value: Any = None  # what the check must observe (None with error=True: it must fail with an error)
     error: bool = False
     approx: float = 1e-6  # a freshness age is known to the second the run took
+    rel: float = 1e-9  # a SQL rule's arithmetic is the warehouse's (its DECIMAL keeps the column's scale)
 
 
 def _tuples(rows: list[dict], columns: list[str]) -> list[tuple]:
@@ -379,13 +380,37 @@ def table_rows(obj: ObjectPlan, plant: bool, case: dict) -> tuple[list[Column], 
                 row[column.name] = value
                 rows.append(row)
                 planted.add(name)
+            for check in column.checks:  # a value exactly at each bound: inside it, or outside a strict one
+                at = _at_bound(column, check)
+                if at is not None:
+                    rows.append({**{c.name: c.good(len(rows)) for c in columns}, column.name: at})
+                    planted |= {check.name} if check.params["strict"] else set()
             required = next((c for c in column.checks if c.kind == "not_null"), None)
             if required is not None:
                 row = {c.name: c.good(len(rows)) for c in columns}
                 row[column.name] = None
                 rows.append(row)
                 planted.add(required.name)
+        for check in obj.checks:  # a key repeated: the first row's again
+            keys = check.params.get("columns") or []
+            if check.kind in ("unique", "primary_key", "duplicate_values") and keys and rows:
+                rows.append({**{c.name: c.good(len(rows)) for c in columns}, **{k: rows[0][k] for k in keys}})
+                planted.add(check.name)
     return columns, rows, planted - {""}
+
+
+def _at_bound(column: Column, check: CheckPlan) -> Any:
+    """The check's bound as a value of the column, or None where the generator does not make one."""
+    if check.kind != "range" or column.held_as:
+        return None
+    bound = check.params["bound"]
+    if column.logical == "integer" and float(bound) == int(float(bound)):
+        return int(float(bound))
+    if column.logical == "number":
+        return float(bound)
+    if column.logical == "time":
+        return dt.time.fromisoformat(str(bound).removesuffix("Z"))
+    return None
 
 
 @dataclass
@@ -411,17 +436,22 @@ def case_of(source: str) -> dict:
     return next((c for c in CASES if f"case:{c['name']}" == source), {})
 
 
-def _holds(connection: sa.Connection, spelling: str, values: list[Any]) -> bool:
-    """Whether DuckDB builds a column of this spelling and stores these values in it."""
+SCRATCH = sa.create_engine("duckdb:///:memory:")  # where a table is tried first: a failed try leaves nothing
+
+
+def _fills(columns: list[sa.Column], rows: list[dict]) -> bool:
+    """Whether DuckDB builds a table of these columns and stores these rows in it."""
+    table = sa.Table("dq_sweep_probe", sa.MetaData(), *[sa.Column(c.name, c.type) for c in columns])
     try:
-        with connection.begin_nested() as probe:
-            scratch = sa.Table("dq_sweep_probe", sa.MetaData(), sa.Column("x", Declared(spelling)))
-            scratch.create(connection)
-            if values:
-                connection.execute(scratch.insert(), [{"x": v} for v in values])
-            probe.rollback()
+        with SCRATCH.begin() as scratch:
+            table.create(scratch)
+            if rows:
+                scratch.execute(table.insert(), [{c.name: r[c.name] for c in columns} for r in rows])
+            table.drop(scratch)
         return True
     except sa.exc.DBAPIError:
+        with SCRATCH.begin() as scratch:
+            table.drop(scratch, checkfirst=True)
         return False
 
 
@@ -470,19 +500,18 @@ def build(folder: Path, source: str, variant: str) -> tuple[Path, dict, list[Bui
                     [{**r, first.name: None if r[first.name] is None else str(r[first.name])} for r in rows]
                 this.rows = rows
             declared = {c.physical_name: c.physical_type for c in obj.columns if c.physical_type}
-            typed = []
-            for column in sql_columns:  # the contract's own physical type, where DuckDB takes it and its values
-                spelling = declared.get(column.name)
-                if spelling and column.name not in held and column.name != this.mistyped and \
-                        _holds(connection, spelling, [r[column.name] for r in rows]):
-                    column = sa.Column(column.name, Declared(spelling))
-                elif spelling and column.name not in held and column.name != this.mistyped:
-                    this.refused.add(column.name)
-                typed.append(column)
-            table = sa.Table(parts[-1], sa.MetaData(), *typed, schema=schema)
+            own = {c.name for c in sql_columns if c.name in declared and c.name not in held and c.name != this.mistyped}
+            if not _fills([sa.Column(c.name, Declared(declared[c.name])) for c in sql_columns if c.name in own], rows):
+                # the contract's own physical type where DuckDB takes it and its values, column by column
+                this.refused = {c for c in own if not _fills([sa.Column(c, Declared(declared[c]))], rows)}
+            table = sa.Table(parts[-1], sa.MetaData(), *[
+                sa.Column(c.name, Declared(declared[c.name]) if c.name in own - this.refused else c.type)
+                for c in sql_columns], schema=schema)
             table.create(connection)
             if rows:
                 connection.execute(table.insert(), rows)
+            # the oracle reads the values as stored (a DECIMAL(10,2) holds 49999.00, not 49998.999)
+            this.rows = [dict(r) for r in connection.execute(sa.select(table)).mappings()]
             built.append(this)
     engine.dispose()
     return contract, data, built
@@ -515,13 +544,19 @@ def expect(check: CheckPlan, this: Built, tables: dict[str, list[dict] | None], 
         return Expect((low + high) / 2, approx=(high - low) / 2 + 1)
     try:
         if check.kind == "sql":
-            return Expect(rule_answer(check, this.obj, tables))
+            return Expect(rule_answer(check, this.obj, tables), rel=1e-6)
         return Expect(measure(check, this.rows, tables))
     except LookupError:
         return Expect(error=True)
 
 
-def judge_schema(got: dict, this: Built) -> list[str]:
+# Declared spellings DuckDB itself resolves (the column is what the contract says) that main still
+# finds unlike the column: each such result makes its test xfail, strictly (a spelling main gets
+# right fails the test until it leaves this table).
+KNOWN_WRONG = {spelling: "issue 25 item 3, branch r25-types" for spelling in ("bpchar", "float", "datetime")}
+
+
+def judge_schema(got: dict, this: Built, wrong: list[str]) -> list[str]:
     """The dropped column is the one missing; the mistyped one is a mismatch (where its declaration
     says enough to see it), and no other column is, unless DuckDB refused to build its declared type."""
     details = got["details"]
@@ -529,7 +564,12 @@ def judge_schema(got: dict, this: Built) -> list[str]:
     assert details["missing"] == ([this.dropped] if this.dropped else []), got
     if this.mistyped and this.detectable:
         assert this.mistyped in mismatched, got
-    assert mismatched - {this.mistyped} <= this.refused, (got, this.refused)
+    spelled = {c.physical_name: str(c.physical_type or "").lower() for c in this.obj.columns}
+    aliased = {c for c, s in spelled.items() if s in KNOWN_WRONG and c not in this.refused | {this.mistyped, this.dropped}}
+    wrong += [KNOWN_WRONG[spelled[c]] for c in mismatched & aliased]
+    assert not aliased or mismatched & aliased, f"main resolves {sorted(spelled[c] for c in aliased)}: drop them " \
+        "from KNOWN_WRONG"
+    assert mismatched - {this.mistyped} - aliased <= this.refused, (details, this.refused)
     broken = len(details["missing"]) + len(details["type_mismatches"]) + len(details["logical_type_mismatches"])
     assert got["observed"] == broken and got["passed"] is (broken == 0), got
     return [UNPREDICTABLE_SCHEMA] if mismatched & this.refused != this.refused else []
@@ -570,7 +610,8 @@ def test_sweep(tmp_path, monkeypatch, source, variant):
     assert set(results) == set(expected)  # every enforced clause has a result
     for pointer in case_of(source).get("enforced") or []:  # the clauses a case says must have a result
         assert any(pointer in (r.get("clauses") or [r["clause"]]) for r in payload["results"]), pointer
-    unpredicted = []
+    unpredicted: list[str] = []
+    wrong: list[str] = []  # results main gets wrong, known (KNOWN_WRONG)
     for key, (check, this) in expected.items():
         got = results[key]
         try:
@@ -587,12 +628,14 @@ def test_sweep(tmp_path, monkeypatch, source, variant):
             continue
         assert got["error"] is None, (key, got)
         if check.kind == "schema":
-            unpredicted += judge_schema(got, this)
+            unpredicted += judge_schema(got, this, wrong)
             continue
         conditions, in_percent = conditions_of(document, got["clause"], check.kind)
         value = percent(want.value, len(this.rows)) if in_percent else want.value
-        assert got["observed"] == pytest.approx(value, abs=want.approx), (key, got, value)
+        assert got["observed"] == pytest.approx(value, rel=want.rel, abs=want.approx), (key, got, value)
         assert got["passed"] is verdict(conditions, value), (key, got, conditions, value)
         if check.name in this.planted:
             assert want.value, (key, "a planted violation the oracle does not see")
     assert set(unpredicted) <= UNPREDICTABLE  # nothing else goes unjudged
+    if wrong:
+        pytest.xfail("; ".join(sorted(set(wrong))))
