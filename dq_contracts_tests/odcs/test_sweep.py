@@ -122,6 +122,11 @@ class Column:
         broken = [(value, check.name) for value in self.specials for check in self.checks if check.kind == "range"
                   and outside(value, check.params["bound"], check.params["lower"], check.params["strict"])][:1]
         broken += [(value, "") for value in self.specials[1:]]  # the other specials: more rows, judged all the same
+        # not a multiple, beside any other violation (unless the column's scale rounds it to one: the
+        # oracle reads it as stored, so it is not counted as planted)
+        broken += [(float(c.params["divisor"]) * 2.5 + (0.5 if self.logical == "integer" else 0), "")
+                   for c in self.checks if c.kind == "multiple_of" and self.held_as is None
+                   and self.logical in ("integer", "number")][:1]
         for check in self.checks:
             if check.kind in ("accepted_values", "invalid_values") and self.held_as is None:
                 values = check.params.get("values") or check.params.get("valid_values") or []
