@@ -314,7 +314,7 @@ def build(folder: Path, source: str, variant: str) -> tuple[Path, dict, list[Bui
                 this.rows = rows
             declared = {c.physical_name: c.physical_type for c in obj.columns if c.physical_type}
             own = {c.name for c in sql_columns if c.name in declared and c.name not in held and c.name != this.mistyped}
-            if not _fills([sa.Column(c.name, Declared(declared[c.name])) for c in sql_columns if c.name in own], rows):
+            if own and not _fills([sa.Column(c.name, Declared(declared[c.name])) for c in sql_columns if c.name in own], rows):
                 # the contract's own physical type where DuckDB takes it and its values, column by column
                 this.refused = {c for c in own if not _fills([sa.Column(c, Declared(declared[c]))], rows)}
             table = sa.Table(parts[-1], sa.MetaData(), *[
