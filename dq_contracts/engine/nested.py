@@ -381,7 +381,7 @@ def _compare(prop: dict[str, Any], observed: tuple[str, Any], label: str) -> lis
     shape, inner = observed
     wrong = _logical_mismatch(prop.get("logicalType"), observed)
     if wrong:
-        return [f"{label} is not {wrong} ({_spelled(observed)})"]
+        return [f"{label}: is not {wrong} ({_spelled(observed)})"]  # named as a column's mismatch is
     if isinstance(prop.get("properties"), list) and shape == "struct":
         for field in prop["properties"]:
             if not isinstance(field, dict):
@@ -389,7 +389,7 @@ def _compare(prop: dict[str, Any], observed: tuple[str, Any], label: str) -> lis
             name = str(field.get("physicalName") or field.get("name"))
             here = f"{label}.{field.get('name')}"
             if name.lower() not in inner:
-                found.append(f"{here} is missing")
+                found.append(f"{here}: missing")
             else:
                 found += _compare(field, inner[name.lower()], here)
     if isinstance(prop.get("items"), dict) and shape == "array":

@@ -227,15 +227,17 @@ def differences(check: Any, checked: CheckedObject, connection: sa.Connection) -
                               f"{found['name']}")
             continue
         real_text = found["type_text"]
+        differs = False
         if column.get("physical_type"):
             physical = str(column["physical_type"])
-            if type_differs(connection, found, physical, resolved[physical]):
+            if differs := type_differs(connection, found, physical, resolved[physical]):
                 mismatched.append(f"{name}: declared {physical}, found {real_text}")
-        elif logical_mismatch(column.get("logical_type"), real_text):
+        elif differs := logical_mismatch(column.get("logical_type"), real_text):
             logical.append(f"{name}: declared logicalType {column['logical_type']}, found {real_text}")
-        inside, unchecked = nested_differences(column, found, checked, connection, parts)  # engine/nested.py
-        mismatched += inside
-        notes += unchecked
+        if not differs:  # a column of the wrong type is one mistake, not one more for each field inside
+            inside, unchecked = nested_differences(column, found, checked, connection, parts)  # engine/nested.py
+            mismatched += inside
+            notes += unchecked
         if column.get("required") and found.get("nullable"):
             nullable.append(name)
     return {
