@@ -303,6 +303,13 @@ def _duckdb_begin(engine: sa.Engine, timeout_seconds: float) -> sa.Connection:
     return engine.connect()
 
 
+def _called(name: str) -> Callable[..., ColumnElement]:
+    """A call of the SQL function `name`, not of whatever `sa.func.<name>` is registered as: a driver
+    imported in the same process may register its own (sqlalchemy_bigquery's `unnest` refuses any
+    argument not typed ARRAY)."""
+    return lambda *arguments: sa.sql.functions.Function(name, *arguments)
+
+
 def send_inline(engine: sa.Engine) -> None:
     """Every statement SQLAlchemy compiled is sent with its bound values rendered as literals, by
     SQLAlchemy's own literal rendering (quotes doubled, types' own literal forms): DuckDB's Python
@@ -450,7 +457,7 @@ DIALECTS: dict[str, Dialect] = {
         catalog_columns=_postgres_catalog, resolve_types=pg.resolve_types,
         type_spellings=TYPE_SPELLINGS, measures_per_statement=1500, distinct_counts_per_statement=1500,
         key_groups=False, sample_arrays=True, checks_unvouched=False, field_access=nested.field_of,
-        unnest=sa.func.unnest, json=nested.POSTGRES_JSON, inline_values=False),
+        unnest=_called("unnest"), json=nested.POSTGRES_JSON, inline_values=False),
     # DuckDB holds a hash table for each distinct count at once
     "duckdb": Dialect(
         name="duckdb", driver="duckdb", engine_options=_duckdb_options, prepare=_duckdb_confine,
@@ -461,7 +468,7 @@ DIALECTS: dict[str, Dialect] = {
         type_spellings=TYPE_SPELLINGS,
         measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT, distinct_counts_per_statement=50,
         key_groups=True, why_not_read_only=None, sample_arrays=True, checks_unvouched=False,
-        field_access=nested.field_of, unnest=sa.func.unnest, json=None, inline_values=True),
+        field_access=nested.field_of, unnest=_called("unnest"), json=None, inline_values=True),
     # MySQL and MariaDB (engine/dialect_mysql.py): read-only only by the operator's SELECT-only user;
     # a table holds at most 4,096 columns, so a statement of 1,000 measures is well within its limits
     "mysql": Dialect(
@@ -488,7 +495,7 @@ DIALECTS: dict[str, Dialect] = {
         # Spark cannot then resolve the samples' ORDER BY over the GROUP BY of that expression
         binary_text=None, nan=_is_nan("isnan"), catalog_columns=spark.catalog_columns,
         type_spellings={**TYPE_SPELLINGS, **spark.SPELLINGS}, distinct_counts_per_statement=50,
-        field_access=nested.field_of, unnest=sa.func.explode, json=None)
+        field_access=nested.field_of, unnest=_called("explode"), json=None)
        for name in ("hive", "databricks")},
 }
 
