@@ -804,7 +804,9 @@ def whole_process(engine: str, table: dict, args: argparse.Namespace, pg: Postgr
     contract = folder / f"orders_{engine}_{table['name']}.odcs.yaml"
     contract.write_text(yaml.safe_dump(contract_for(engine, table), sort_keys=False))
     spec = {"engine": engine, "path": str(folder / table["file"]), "schema": table.get("schema")}
-    environ = {**os.environ}
+    # as a user's shell runs it: Python caches its compiled modules (the untimed round writes them);
+    # a PYTHONDONTWRITEBYTECODE inherited from this shell would make every run compile ours again
+    environ = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     if pg is not None:
         spec["dsn"] = pg.dsn + f" dbname={PG_DATABASE}"
         environ["DQ_CONTRACTS_BENCH_URL"] = pg.cluster.url(PG_DATABASE)
