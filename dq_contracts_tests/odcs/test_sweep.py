@@ -29,6 +29,7 @@ from dq_contracts.odcs.load import load_contracts
 from dq_contracts.odcs.loader import read_document
 from dq_contracts.odcs.plans import CheckPlan, ObjectPlan
 from dq_contracts_tests.support import CORPUS
+from dq_contracts_tests.sweep_nested import nested_sql, planted_at, shape_at, step_of
 from dq_contracts_tests.sweep_oracle import (
     UNPREDICTABLE,
     Expect,
@@ -150,57 +151,31 @@ class Column:
         return broken
 
 
-NESTED_SQL = {"integer": "BIGINT", "number": "DOUBLE", "boolean": "BOOLEAN", "date": "DATE",
-              "timestamp": "TIMESTAMP", "time": "TIME"}
-
-
-def _step(prop: dict) -> str:
-    return str(prop.get("physicalName") or prop.get("name"))
-
-
-def nested_sql(shape: dict) -> str:
-    """The DuckDB type of a nested declaration: STRUCT("a" VARCHAR, …), <item>[] (an array of arrays too:
-    the product does not enforce its items, but the schema check still compares its shape)."""
-    if shape.get("properties"):
-        return "STRUCT(" + ", ".join('"{}" {}'.format(_step(f).replace('"', '""'), nested_sql(f))
-                                     for f in shape["properties"]) + ")"
-    if isinstance(shape.get("items"), dict):
-        return nested_sql(shape["items"]) + "[]"
-    return NESTED_SQL.get(str(shape.get("logicalType") or "").lower(), "VARCHAR")
+def _leaf(shape: dict, checks: list[CheckPlan], path: list[str]) -> Column:
+    """The field or item `shape` at `path` as a flat Column, with the checks on it."""
+    logical = str(shape.get("logicalType") or "string").lower()
+    return Column("", logical if logical in SQL_TYPES else "string", [c for c in checks if c.params["path"] == path])
 
 
 def nested_good(shape: dict, checks: list[CheckPlan], path: list[str], i: int) -> Any:
     """A nested value that keeps every clause on it: each field or item as Column.good makes a flat
     value, from the checks on its path; an array holds two items."""
     if shape.get("properties"):
-        return {_step(f): nested_good(f, checks, [*path, _step(f)], i) for f in shape["properties"]}
+        return {step_of(f): nested_good(f, checks, [*path, step_of(f)], i) for f in shape["properties"]}
     if isinstance(shape.get("items"), dict):
         return [nested_good(shape["items"], checks, [*path, "[]"], i * 2 + k) for k in range(2)]
-    logical = str(shape.get("logicalType") or "string").lower()
-    return Column("", logical if logical in SQL_TYPES else "string",
-                  [c for c in checks if list(c.params["path"]) == path]).good(i)
+    return _leaf(shape, checks, path).good(i)
 
 
 def nested_violations(column: Column) -> list[tuple[Any, str]]:
-    """One value per nested clause the generator can break: a NULL field, a number beyond its bound,
-    text over its maxLength, planted in the first item of an array (a NULL item is a NULL too)."""
+    """Values that break each clause on a field or an item, one row each: the violation Column makes
+    of a flat value under that clause alone, or a NULL for `required`, in the first item of an array."""
     broken = []
-    for check in column.nested:
-        path = list(check.params["path"])
-        if check.kind == "not_null":
-            bad: Any = None
-        elif check.kind == "range" and isinstance(check.params["bound"], (int, float)):
-            bad = check.params["bound"] + (-10 if check.params["lower"] else 10)
-        elif check.kind == "length" and not check.params["lower"]:
-            bad = "y" * (int(check.params["bound"]) + 1)
-        else:
-            continue
-        value = column.good(GOOD_ROWS + 50 + len(broken))
-        here = value
-        for step in path[:-1]:
-            here = here[0] if step == "[]" else here[step]
-        here[0 if path[-1] == "[]" else path[-1]] = bad
-        broken.append((value, check.name))
+    for path in {tuple(c.params["path"]): 0 for c in column.nested}:
+        leaf = _leaf(shape_at(column.shape, path), column.nested, list(path))
+        for bad, name in [pair for c in leaf.checks for pair in ([(None, c.name)] if c.kind == "not_null" else
+                                                                 Column("", leaf.logical, [c]).violations())]:
+            broken.append((planted_at(column.good(GOOD_ROWS + 50 + len(broken)), path, bad), name))
     return broken
 
 
