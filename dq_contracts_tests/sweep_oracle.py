@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
+import json
 import math
 import re
 import sqlite3
@@ -212,6 +213,8 @@ def _sqlite_value(value: Any) -> Any:
         return value.isoformat(sep=" ") if isinstance(value, dt.datetime) else value.isoformat()
     if isinstance(value, Decimal):
         return float(value)
+    if isinstance(value, (dict, list)):  # a STRUCT or LIST: SQLite holds it as JSON text
+        return json.dumps(value, default=str)
     return value
 
 
@@ -261,11 +264,14 @@ def nested_path(document: dict, pointer: str) -> list[str]:
 
 
 def dig(row: dict, path: list[str]) -> list[Any]:
-    """The values a nested path holds in one row (a LIST gives each item)."""
+    """The values a nested path holds in one row (a LIST gives each item). A NULL struct's fields and
+    a NULL array's items are not there (README: the struct's or array's own `required` judges it);
+    a NULL item is there, a NULL value. A JSON column's value is read as its text: parsed here."""
     values = [row.get(path[0])]
     for name in path[1:]:
+        values = [json.loads(v) if isinstance(v, str) else v for v in values]
         if name == "[]":
             values = [item for v in values if v is not None for item in v]
         else:
-            values = [None if v is None else v.get(name) for v in values]
+            values = [v.get(name) for v in values if v is not None]
     return values

@@ -468,7 +468,7 @@ DIALECTS: dict[str, Dialect] = {
         type_spellings=TYPE_SPELLINGS,
         measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT, distinct_counts_per_statement=50,
         key_groups=True, why_not_read_only=None, sample_arrays=True, checks_unvouched=False,
-        field_access=nested.field_of, unnest=_called("unnest"), json=None, inline_values=True),
+        field_access=nested.field_of, unnest=_called("unnest"), json=nested.DUCKDB_JSON, inline_values=True),
     # MySQL and MariaDB (engine/dialect_mysql.py): read-only only by the operator's SELECT-only user;
     # a table holds at most 4,096 columns, so a statement of 1,000 measures is well within its limits
     "mysql": Dialect(

@@ -109,6 +109,29 @@ POSTGRES_JSON = JsonAccess(types=("json", "jsonb"), member=_pg_member, text=_pg_
                            elements=lambda value: sa.func.jsonb_array_elements(sa.cast(value, JSONB)))
 
 
+class _JsonList(sa.types.UserDefinedType):
+    """DuckDB's JSON[]: a JSON array cast to a list of JSON values, so that unnest gives its items."""
+
+    cache_ok = True
+
+    def get_col_spec(self, **kw: Any) -> str:
+        return "JSON[]"
+
+
+def _duckdb_member(expression: ColumnElement, key: str) -> ColumnElement:
+    # a JSONPath of one quoted key, bound as a value: a bare key such as `$y` or `/x` would be read as
+    # a path of its own
+    path = '$."' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return expression.op("->", return_type=sa.Text)(sa.bindparam(None, path, type_=sa.Text))
+
+
+# DuckDB's struct access on a JSON column gives JSON, not values: a JSON null is the text `null` and a
+# string keeps its quotes; `->> '$'` reads a JSON value as its text, a JSON null as NULL
+DUCKDB_JSON = JsonAccess(types=("json",), member=_duckdb_member,
+                         text=lambda value: value.op("->>", return_type=sa.Text)(sa.literal("$", type_=sa.Text)),
+                         elements=lambda value: sa.sql.functions.Function("unnest", sa.cast(value, _JsonList())))
+
+
 def _json(check: CheckPlan, row: Any) -> JsonAccess | None:
     """The dialect's JSON access when the nested property's column is declared a JSON type."""
     declared = str(check.params.get("column_type") or "").strip().lower()

@@ -25,6 +25,7 @@ EXPECT_KEYS = {"passed", "observed", "samples", "error", "mismatches", "note", "
 
 # where a table's cases run: (cases file, engine, how the rows are read)
 WHERE = [("duckdb", "duckdb", "table", ()), ("duckdb", "duckdb", "parquet", ()), ("duckdb", "duckdb", "json", ()),
+         ("duckdb_json", "duckdb", "table", ()),
          ("postgres", "postgres", "table", (pytest.mark.postgres,)),
          ("postgres_jsonb", "postgres", "table", (pytest.mark.postgres,)),
          ("spark", "spark", "table", (pytest.mark.spark,)), ("mariadb", "mariadb", "table", (pytest.mark.mariadb,)),
