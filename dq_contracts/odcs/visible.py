@@ -56,3 +56,11 @@ def visible_all(value: Any) -> Any:
     if type(value) in (list, tuple):  # not a NamedTuple: a record of its own is left as it is
         return type(value)(visible_all(v) for v in value)
     return value
+
+
+def described(text: Any) -> str:
+    """`visible(text)` as Markdown that loads nothing: Dagster renders descriptions as Markdown, where
+    `![t](https://…)` fetches an image and raw HTML (`<img src=…>`) is HTML when a person opens the
+    page. `<` and the `[` of `![` become character references, which CommonMark shows as the characters
+    and never reads as structure (so no tag, no image); applied twice it changes nothing."""
+    return visible(text).replace("<", "&lt;").replace("![", "!&#91;")
