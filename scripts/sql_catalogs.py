@@ -36,6 +36,7 @@ DUCKDB_NAMES = [
     (r"^(sleep_ms|error|write_log)$", "sleeps, raises or logs"),
     (r"^json_(serialize_plan|serialize_sql|deserialize_sql|execute_serialized_sql)$",
      "binds or runs SQL given as text (reads other schemas' structure, opens files)"),
+    (r"^(make_type|get_type)$", "looks a type up in the catalog by a name given as text"),
     (r"^(repeat|lpad|rpad|list_resize|array_resize|range|generate_series|format|printf|bar|to_base"
      r"|equi_width_bins)$", SIZED),
 ]
@@ -69,7 +70,8 @@ NAME_TYPES = {"regclass", "regproc", "regprocedure", "regoper", "regoperator", "
               "regdictionary", "regnamespace", "regrole", "regcollation"}
 # types that name an object of the database: a function taking only these looks the catalog up
 OBJECT_TYPES = {"oid", "regclass", "regproc", "regprocedure", "regoper", "regoperator", "regtype", "regconfig",
-                "regdictionary", "regnamespace", "regrole", "regcollation", "xid", "xid8", "cid", "tid", "pg_lsn"}
+                "regdictionary", "regnamespace", "regrole", "regcollation", "xid", "xid8", "cid", "tid", "pg_lsn",
+                "oidvector"}  # oidvectortypes('16 23'): the names of types by their identifiers
 
 
 def _by_name(name: str, rules: list[tuple[str, str]]) -> str | None:

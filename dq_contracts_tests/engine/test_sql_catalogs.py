@@ -54,6 +54,7 @@ EXPECTED = [
     ("postgres", "rpad", "refused"), ("postgres", "array_fill", "refused"), ("postgres", "format", "refused"),
     ("postgres", "to_tsvector", "refused"), ("postgres", "ts_headline", "refused"),
     ("postgres", "ts_parse", "refused"), ("postgres", "length", "allowed"), ("postgres", "ts_rank", "allowed"),
+    ("duckdb", "make_type", "refused"), ("postgres", "oidvectortypes", "refused"),
 ]
 
 

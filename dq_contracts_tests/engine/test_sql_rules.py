@@ -159,6 +159,10 @@ ATTACKS = [
      "region) IS NOT NULL", "name of the database as text|to_tsvector"),
     ("a text-search query by name", "SELECT COUNT(*) FROM {object} WHERE plainto_tsquery('other_schema.x', region) "
      "IS NOT NULL", "name of the database as text|plainto_tsquery"),
+    ("a type by name", "SELECT COUNT(*) FROM {object} WHERE make_type('other_schema.nosuch') IS NOT NULL",
+     "type up in the catalog|make_type"),
+    ("type names by identifier", "SELECT COUNT(*) FROM {object} WHERE oidvectortypes('16 23') IS NOT NULL",
+     "by its identifier|oidvectortypes"),
     ("a text-search parser by name", "SELECT COUNT(*) FROM {object} WHERE (SELECT COUNT(*) FROM (SELECT "
      "ts_token_type('default') AS t) x) > 0", "parser or configuration|ts_token_type"),
     # samples: a result that changes from run to run
