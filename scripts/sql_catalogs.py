@@ -21,6 +21,9 @@ from pathlib import Path
 
 OUT = Path(__file__).resolve().parent.parent / "dq_contracts" / "odcs" / "sql_catalogs"
 
+# a result as large as an argument asks (`repeat('x', 3000000000)`): memory outside the engine's
+# limits, whatever the data. A number generator still reads as a table source, where it streams.
+SIZED = "its result's size is set by an argument, not by the data (memory outside the engine's limits)"
 # (name pattern, reason): refused whatever the catalog says of the function
 DUCKDB_NAMES = [
     (r"^(read_|glob$|sniff_|parquet_|.*_scan$|query$|query_table$)", "reads files or runs SQL given as text"),
@@ -31,6 +34,11 @@ DUCKDB_NAMES = [
     (r"^(pg_|has_.*privilege$|col_description$|obj_description$|format_type$|format_pg_type$|map_to_pg_oid$"
      r"|inet_(client|server)_)", "reads the catalog (PostgreSQL's compatibility functions)"),
     (r"^(sleep_ms|error|write_log)$", "sleeps, raises or logs"),
+    (r"^json_(serialize_plan|serialize_sql|deserialize_sql|execute_serialized_sql)$",
+     "binds or runs SQL given as text (reads other schemas' structure, opens files)"),
+    (r"^(make_type|get_type)$", "looks a type up in the catalog by a name given as text"),
+    (r"^(repeat|lpad|rpad|list_resize|array_resize|range|generate_series|format|printf|bar|to_base"
+     r"|equi_width_bins)$", SIZED),
 ]
 POSTGRES_NAMES = [
     (r"^pg_", "reads the server's catalog, files, settings, statistics or other sessions (pg_*)"),
@@ -43,6 +51,9 @@ POSTGRES_NAMES = [
     (r"(_send|_recv)$", "a type's binary input or output function"),
     (r"^(lo_|lo$|loread$|lowrite$|dblink)", "large objects or other servers"),
     (r"^(set_config|nextval|setval|currval|lastval)$", "settings or sequences"),
+    (r"^(repeat|lpad|rpad|array_fill|format|generate_series)$", SIZED),
+    (r"^(ts_parse|ts_token_type|ts_match_tt|ts_match_tq)$",
+     "looks a text-search parser or configuration up by name (the catalog, or the session's setting)"),
 ]
 # argument or result types of functions that are not for a query to call, and why
 POSTGRES_TYPES = {
@@ -52,9 +63,15 @@ POSTGRES_TYPES = {
     "index_am_handler": "an internal support function", "tsm_handler": "an internal support function",
     "table_am_handler": "an internal support function", "xml": "parses, builds or queries XML documents",
 }
+# types whose input function looks a name up in the catalog: a string given where one is expected is
+# cast to it (`to_tsvector('hr.nosuch', 'x')`), so a function with any overload taking one is refused
+# (the text-search family with a configuration, table_to_xml…); its error tells schemas apart
+NAME_TYPES = {"regclass", "regproc", "regprocedure", "regoper", "regoperator", "regtype", "regconfig",
+              "regdictionary", "regnamespace", "regrole", "regcollation"}
 # types that name an object of the database: a function taking only these looks the catalog up
 OBJECT_TYPES = {"oid", "regclass", "regproc", "regprocedure", "regoper", "regoperator", "regtype", "regconfig",
-                "regdictionary", "regnamespace", "regrole", "regcollation", "xid", "xid8", "cid", "tid", "pg_lsn"}
+                "regdictionary", "regnamespace", "regrole", "regcollation", "xid", "xid8", "cid", "tid", "pg_lsn",
+                "oidvector"}  # oidvectortypes('16 23'): the names of types by their identifiers
 
 
 def _by_name(name: str, rules: list[tuple[str, str]]) -> str | None:
@@ -165,6 +182,8 @@ def postgres_rows(url: str) -> list[tuple[str, str, str]]:
         types = {t for _, _, args, result in overloads for t in [*args, result]}
         if why is None:
             why = next((POSTGRES_TYPES[t] for t in sorted(types) if t in POSTGRES_TYPES), None)
+        if why is None and any(a in NAME_TYPES for _, _, args, _ in overloads for a in args):
+            why = "takes a name of the database as text (a string is looked up in the catalog)"
         if why is None and all(any(a in OBJECT_TYPES for a in args) for _, _, args, _ in overloads):
             why = "looks an object of the database up by its identifier (reads the catalog)"
         if why is None and any(result.startswith("reg") for *_, result in overloads):

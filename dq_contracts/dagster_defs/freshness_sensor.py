@@ -19,7 +19,7 @@ from dq_contracts.engine.sessions import read_only
 from dq_contracts.engine.sql import table_for
 from dq_contracts.odcs.names import FRESHNESS_SENSOR
 from dq_contracts.odcs.plans import ContractPlan, ObjectPlan
-from dq_contracts.odcs.visible import visible
+from dq_contracts.odcs.visible import described, visible
 
 
 def freshness_sensor(watched: list[tuple[ContractPlan, ObjectPlan, str, dg.AssetKey]],
@@ -62,7 +62,7 @@ def freshness_sensor(watched: list[tuple[ContractPlan, ObjectPlan, str, dg.Asset
                         metadata["dagster/column_schema"] = dg.TableSchema(
                             columns=[dg.TableColumn(visible(name), visible(kind)) for name, kind in columns])
                     events.append(dg.AssetMaterialization(
-                        asset_key=key, description=visible(f"{obj.physical_name}.{column} advanced to {seen}"),
+                        asset_key=key, description=described(f"{obj.physical_name}.{column} advanced to {seen}"),
                         metadata=metadata))
         return dg.SensorResult(asset_events=events, cursor=json.dumps(cursor, sort_keys=True))
 

@@ -15,7 +15,7 @@ from dq_contracts.dagster_defs.translator import tag_value
 from dq_contracts.odcs.names import (checks_job_name, partitions_job_name, partitions_schedule_name, schedule_job_name,
                                      schedule_name)
 from dq_contracts.odcs.plans import ContractPlan
-from dq_contracts.odcs.visible import visible
+from dq_contracts.odcs.visible import described
 
 
 @dataclass
@@ -43,7 +43,7 @@ def _partitions_job(specs: ObjectSpecs, prefix: str) -> dg.UnresolvedAssetJobDef
         config=dg.PartitionedConfig(partitions_def=partitions, run_config_for_partition_key_fn=_no_config),
         # one run per partition, each a few statements: a process per op would cost more than the checks
         executor_def=dg.in_process_executor,
-        description=visible(f"The per-partition clauses of contract {plan.id} {plan.version}, object {obj.name}: "
+        description=described(f"The per-partition clauses of contract {plan.id} {plan.version}, object {obj.name}: "
                             "launch one partition, or backfill a range from the job's Partitions tab"),
         tags={"dq_contracts/contract": tag_value(plan.id)})
 
@@ -70,7 +70,7 @@ def contract_defs(plan: ContractPlan, objects: list[ObjectSpecs], prefix: str, *
                 built.schedules.append(dg.build_schedule_from_partitioned_job(
                     job, name=partitions_schedule_name(prefix, specs.object.name),
                     default_status=dg.DefaultScheduleStatus.STOPPED,
-                    description=visible(f"The per-partition clauses of {plan.id}, object {specs.object.name}, "
+                    description=described(f"The per-partition clauses of {plan.id}, object {specs.object.name}, "
                                         "each partition once its window has ended")))
     if not contract_jobs:
         return built
@@ -79,7 +79,7 @@ def contract_defs(plan: ContractPlan, objects: list[ObjectSpecs], prefix: str, *
     if check_keys:
         built.jobs.append(dg.define_asset_job(
             checks_job_name(prefix), selection=dg.AssetSelection.checks(*check_keys.values()),
-            description=visible(f"All clauses of contract {plan.id} {plan.version}"),
+            description=described(f"All clauses of contract {plan.id} {plan.version}"),
             tags={"dq_contracts/contract": tag_value(plan.id)}))
     for schedule in plan.schedules:
         keys = [check_keys[pair] for pair in schedule.checks if pair in check_keys]
@@ -87,9 +87,9 @@ def contract_defs(plan: ContractPlan, objects: list[ObjectSpecs], prefix: str, *
             continue
         name = schedule_name(plan, schedule, prefix)
         job = dg.define_asset_job(schedule_job_name(name), selection=dg.AssetSelection.checks(*keys),
-                                  description=visible(f"Clauses scheduled by {plan.id} {schedule.clause}"))
+                                  description=described(f"Clauses scheduled by {plan.id} {schedule.clause}"))
         built.jobs.append(job)
         built.schedules.append(dg.ScheduleDefinition(
             name=name, cron_schedule=schedule.cron, job=job, execution_timezone="UTC",
-            description=visible(f"Contract {plan.id} {plan.version}: {schedule.clause} '{schedule.cron}'")))
+            description=described(f"Contract {plan.id} {plan.version}: {schedule.clause} '{schedule.cron}'")))
     return built

@@ -19,7 +19,7 @@ from dq_contracts.odcs.names import OBJECT_OPS, object_op_name
 from dq_contracts.odcs.partitions import Partition, multi_partition, window_partition
 from dq_contracts.odcs.plans import CheckPlan, ContractPlan, ObjectPlan, Severity
 from dq_contracts.odcs.check_kinds import CHECK_KINDS
-from dq_contracts.odcs.visible import visible, visible_all
+from dq_contracts.odcs.visible import described, visible, visible_all
 
 
 def check_result_of(result: CheckResult, spec: dg.AssetCheckSpec) -> dg.AssetCheckResult:
@@ -72,7 +72,7 @@ def check_result_of(result: CheckResult, spec: dg.AssetCheckSpec) -> dg.AssetChe
         passed=result.passed,
         severity=SEVERITIES[result.severity],
         metadata={k: v for k, v in metadata.items() if v is not None},
-        description=message,
+        description=described(message),
     )
 
 
@@ -100,7 +100,7 @@ def _checks_op(name: str, plan: ContractPlan, obj: ObjectPlan, pairs: list[tuple
 
     # `pool`: the server's name, so the operator's pool limit bounds the queries sent to one warehouse
     @dg.multi_asset_check(name=name, specs=[spec for _, spec in pairs], can_subset=True,
-                          required_resource_keys={resource_key}, description=visible(description), pool=pool)
+                          required_resource_keys={resource_key}, description=described(description), pool=pool)
     def contract_checks(context):
         warehouse: WarehouseResource = getattr(context.resources, resource_key)
         selected = context.selected_asset_check_keys

@@ -23,7 +23,7 @@ from dq_contracts.odcs.load import RejectedContract
 from dq_contracts.engine.results import Status
 from dq_contracts.odcs.plans import Severity
 from dq_contracts.odcs.problems import Problem, errors_of
-from dq_contracts.odcs.visible import visible
+from dq_contracts.odcs.visible import described, visible
 from dq_contracts.dagster_defs.translator import ContractObjectData, DqContractsTranslator
 
 log = logging.getLogger("dq_contracts")
@@ -76,7 +76,7 @@ def _summary(problems: Sequence[Problem]) -> str:
     files = sorted({p.file for p in problems})
     head = "; ".join(p.render() for p in problems[:3])
     more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
-    return visible(f"The data contract {', '.join(files)} cannot be checked: {head}{more}")
+    return described(f"The data contract {', '.join(files)} cannot be checked: {head}{more}")
 
 
 def problem_defs(rejected: Iterable[RejectedContract], translator: DqContractsTranslator,

@@ -25,7 +25,7 @@ from dq_contracts.odcs.check_kinds import PER_PARTITION, reach_of
 from dq_contracts.odcs.partitions import PartitionPlan
 from dq_contracts.odcs.paths import clause_location
 from dq_contracts.odcs.plans import CheckPlan, ContractPlan, FreshnessPlan, ObjectPlan
-from dq_contracts.odcs.visible import visible, visible_all
+from dq_contracts.odcs.visible import described, visible, visible_all
 
 TAG_MAX = 63
 
@@ -92,7 +92,7 @@ class DqContractsTranslator:
         plan, obj, freshness = data.contract, data.object, data.freshness
         return dg.AssetSpec(
             key=dg.AssetKey(list(obj.asset_key)),
-            description=visible(self.description(data)),  # for people: nothing hidden or reordered
+            description=described(self.description(data)),  # for people: nothing hidden or reordered
             metadata=self.metadata(data),
             owners=list(plan.owners),
             tags=self.tags(data),
@@ -114,7 +114,7 @@ class DqContractsTranslator:
         return dg.AssetCheckSpec(
             name=check.name,
             asset=data.asset_key,
-            description=check_description(plan, check),
+            description=described(check_description(plan, check)),
             # ERROR clauses block where Dagster materialises the asset. A relationship waits for the
             # table it reads; were it blocking too, one table failing an ERROR clause would skip
             # checks across every table downstream of it, chained
@@ -175,7 +175,7 @@ class DqContractsTranslator:
                 dg.TableColumn(
                     name=visible(c.physical_name or c.name),
                     type=visible(c.physical_type or c.logical_type or "unknown"),
-                    description=visible_all(c.description),
+                    description=described(c.description) if isinstance(c.description, str) else None,
                     constraints=dg.TableColumnConstraints(
                         nullable=not (c.required or c.primary_key), unique=c.unique or c.primary_key,
                         other=[visible(t) for t, on in (("primary key", c.primary_key),

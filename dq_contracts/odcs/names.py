@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
 from dq_contracts.odcs.paths import parts_of
-from dq_contracts.odcs.visible import INVISIBLE  # never in a name, not even as `_`
+from dq_contracts.odcs.visible import invisible  # never in a name, not even as `_`
 from dq_contracts.odcs.plans import CheckPlan, ContractPlan, SchedulePlan
 
 
@@ -95,7 +95,7 @@ def ascii_name(text: str) -> str:
         lower = char.lower()
         if char.isascii():
             piece = char if char.isalnum() or char == "_" else "_"
-        elif unicodedata.category(char) in INVISIBLE or unicodedata.combining(char):
+        elif invisible(char) or unicodedata.combining(char):
             continue
         elif lower in SPELLINGS:
             piece = SPELLINGS[lower].capitalize() if char != lower else SPELLINGS[lower]

@@ -20,7 +20,8 @@ from typing import Any
 # The hand-kept allow-list: the function families a data-quality rule needs, all read-only and local
 # to the rows they are given; on a dialect without a catalog it is the whole list. Anything else is
 # refused: functions that run SQL given as text (query_to_xml, query), touch files or the network
-# (read_csv, pg_read_file, dblink), the session (set_config), locks, statistics, sequences, large objects.
+# (read_csv, pg_read_file, dblink), the session (set_config), locks, statistics, sequences, large objects,
+# and those whose result is as large as an argument asks (repeat, lpad, rpad, format and printf widths).
 FUNCTION_FAMILIES: dict[str, set[str]] = {
     "aggregate": {"count", "count_if", "countif", "sum", "avg", "mean", "min", "max", "median", "mode", "stddev",
                   "stddev_pop", "stddev_samp", "variance", "var_pop", "var_samp", "variance_pop", "variance_samp",
@@ -32,10 +33,10 @@ FUNCTION_FAMILIES: dict[str, set[str]] = {
     "string": {"lower", "upper", "length", "char_length", "character_length", "octet_length", "bit_length",
                "trim", "ltrim", "rtrim", "btrim", "substring", "substr", "left", "right", "replace", "concat",
                "concat_ws", "dpipe", "position", "strpos", "str_position", "instr", "split_part", "reverse",
-               "repeat", "lpad", "rpad", "pad", "initcap", "starts_with", "startswith", "ends_with", "endswith",
+               "initcap", "starts_with", "startswith", "ends_with", "endswith",
                "contains", "regexp_like", "regexp_ilike", "regexp_matches", "regexp_replace", "regexp_extract",
                "regexp_full_match", "regexp_count", "regexp_substr", "like", "ilike", "md5", "sha256", "ascii",
-               "chr", "translate", "to_char", "format", "printf", "unicode", "strlen", "len", "levenshtein",
+               "chr", "translate", "to_char", "unicode", "strlen", "len", "levenshtein",
                "split", "string_split", "string_to_array"},
     "math": {"abs", "round", "floor", "ceil", "ceiling", "mod", "power", "pow", "sqrt", "cbrt", "ln", "log",
              "log10", "log2", "exp", "greatest", "least", "sign", "trunc", "truncate", "div", "intdiv", "safe_divide",
@@ -62,6 +63,9 @@ FUNCTION_FAMILIES: dict[str, set[str]] = {
 }
 ALLOWED_FUNCTIONS = set().union(*FUNCTION_FAMILIES.values())
 GENERATORS = FUNCTION_FAMILIES["generator"]
+# generators whose output's size is set by an argument: allowed only as a table source, where the rows
+# stream; as a value (`length(range(3000000000))`) the list is built whole in memory
+NUMBER_GENERATORS = {"range", "generate_series", "exploding_generate_series"}
 
 # sqlglot's forms that render as an operator or a literal, not a call, on a dialect with a catalog:
 # list and array literals and their containment operators (`[1, 2]`, `ARRAY[…]`, `&&`, `@>`, `<@`)
@@ -116,9 +120,12 @@ def called_name(call: Any, dialect: str | None) -> str | None:
     return match.group(1).lower() if match else None
 
 
-def call_refusal(call: Any, dialect: str | None) -> str | None:
-    """Why a call may not run in a rule on `dialect`, or None."""
+def call_refusal(call: Any, dialect: str | None, source: bool = False) -> str | None:
+    """Why a call may not run in a rule on `dialect`, or None; `source`: the call is a table source."""
     name, catalog = sqlglot_name(call), catalog_of(dialect)
+    if name in NUMBER_GENERATORS and not source:
+        return (f"the query calls {name}() as a value, whose size is set by an argument (memory outside the "
+                "engine's limits); a number generator may stand only as a table source (FROM …)")
     if catalog is None:
         if name in ALLOWED_FUNCTIONS:
             return None
@@ -131,7 +138,8 @@ def call_refusal(call: Any, dialect: str | None) -> str | None:
     if called is None:  # an operator or literal sqlglot renders for a form it knows
         return None if name in ALLOWED_FUNCTIONS | OPERATOR_FORMS else (
             f"the query uses {name}, which is not a read-only form the judge knows")
-    if called in catalog.allowed or called in GENERATORS or called in GRAMMAR:
+    if called in catalog.allowed or called in GRAMMAR or called in GENERATORS - NUMBER_GENERATORS or (
+            source and called in NUMBER_GENERATORS):
         return None
     if called in catalog.refused:
         return f"the query calls {called}(), which {catalog.engine} may not run in a rule: {catalog.refused[called]}"

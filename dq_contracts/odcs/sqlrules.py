@@ -13,11 +13,12 @@ The rules, each holding for any input:
 |----------------------|---------------------------------------------------------------------------------|
 | one read             | one statement whose root is a SELECT, a set operation or a parenthesised SELECT  |
 | node types           | every node's type is on `ALLOWED_NODES`; any other type (writes, locks, SET,     |
-|                      | PRAGMA, COPY, ATTACH, attribute notation `(t).f`, custom operators, `@@`…) is    |
-|                      | refused, whatever sqlglot calls it                                              |
+|                      | PRAGMA, COPY, ATTACH, attribute notation `(t).f`, custom operators, `@@`, a      |
+|                      | sample: TABLESAMPLE, USING SAMPLE) is refused, whatever sqlglot calls it         |
 | functions            | every call (`exp.Func`) is a read-only function of the dialect (sql_functions:   |
 |                      | DuckDB's and PostgreSQL's own catalogs, else `ALLOWED_FUNCTIONS`), by the name  |
-|                      | the rendered SQL calls; no function but a number generator is a table source    |
+|                      | the rendered SQL calls; no function but a number generator is a table source,   |
+|                      | and a number generator is nothing else (its size is an argument's)              |
 | casts                | a cast's target type is on `ALLOWED_TYPES` (no `regclass`, `regproc`, `xml`…)     |
 | tables               | a table is a CTE of the query, the contract's own object, another object of the  |
 |                      | contract on that server, or a name the operator allowed; nothing else (no other  |
@@ -61,7 +62,7 @@ ALLOWED_NODES = (
     "BitString", "Null", "Boolean", "Paren", "Neg", "Not", "And", "Or", "Xor",
     "EQ", "NEQ", "GT", "GTE", "LT", "LTE", "NullSafeEQ", "NullSafeNEQ", "Is", "In", "Between", "Like", "ILike",
     "Escape", "Add", "Sub", "Mul", "Div", "Mod", "IntDiv", "DPipe", "Case", "DataType", "DataTypeParam", "Interval",
-    "Var", "TableSample", "Window", "WindowSpec", "Filter", "Exists", "Any", "All", "Tuple",
+    "Var", "Window", "WindowSpec", "Filter", "Exists", "Any", "All", "Tuple",
     "Bracket", "Lambda",  # a subscript `l[1]`; `x -> x > 1` (its variables are names, not columns; its body is judged as the rest)
 )
 # Cast targets: plain value types. Not the types whose input function looks names up or parses
@@ -391,7 +392,7 @@ class _Checker:
         parent = node.parent
         if isinstance(node, exp.Func):
             name = _name(node)
-            why = call_refusal(node, self.dialect)
+            why = call_refusal(node, self.dialect, source=isinstance(parent, (exp.From, exp.Join, exp.Table)))
             if why:
                 raise _Refused(why)
             if isinstance(parent, (exp.From, exp.Join, exp.Table)) and name not in GENERATORS:
@@ -400,10 +401,13 @@ class _Checker:
             if isinstance(node, (exp.Cast, exp.TryCast)) and any(t.this not in types
                                                                  for t in node.to.find_all(exp.DataType)):
                 raise _Refused(f"the query casts to {node.to.sql()}, which is not a plain value type")
+        elif isinstance(node, exp.TableSample):
+            raise _Refused(f"the query samples rows ({node.sql()[:60]!r}): its result changes from run to run, "
+                           "as a volatile function's does")
         elif not isinstance(node, nodes):
             raise _Refused(f"the query holds {node.key.upper()} ({node.sql()[:60]!r}), which a rule may not use")
         elif isinstance(node, exp.Var) and not (isinstance(parent, (exp.Interval, exp.DataType, exp.DataTypeParam,
-                                                                   exp.TableSample, exp.Extract))
+                                                                   exp.Extract))
                                                 or parent.args.get("unit") is node):  # a unit: DATEADD(day, …)
             raise _Refused(f"the query holds the bare word {node.name!r}")
 

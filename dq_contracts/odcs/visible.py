@@ -1,10 +1,11 @@
 """Contract text as people read it: a character that shows nothing, or shows other text than it is
 (a bidirectional override such as U+202E, a zero-width space or joiner, a control, a private-use or
-unassigned code point), escaped visibly as `\\u202e`. Every text of a contract that reaches Dagster
+unassigned code point, a filler or a variation selector), escaped visibly as `\\u202e`. Every text of a contract that reaches Dagster
 or the command line passes here; names never hold such a character at all (names.ascii_name)."""
 
 from __future__ import annotations
 
+import bisect
 import unicodedata
 from typing import Any
 
@@ -12,6 +13,25 @@ from typing import Any
 # zero-width spaces and joiners), private-use, surrogates, unassigned, line and paragraph separators
 INVISIBLE = frozenset({"Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp"})
 KEPT = frozenset("\n\t")  # a description's lines and indents show as what they are
+# Unicode's Default_Ignorable_Code_Point property (DerivedCoreProperties.txt, Unicode 15.1): what a
+# renderer shows as nothing though its category is a letter or a mark (U+3164 HANGUL FILLER, U+034F
+# COMBINING GRAPHEME JOINER, variation selectors…); plus U+2800 BRAILLE PATTERN BLANK, a symbol that
+# shows as a blank where no space is expected. Inclusive (first, last) ranges, sorted.
+IGNORABLE = (
+    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F),
+    (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x2800, 0x2800), (0x3164, 0x3164), (0xFE00, 0xFE0F),
+    (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A),
+    (0xE0000, 0xE0FFF),
+)
+_FIRSTS = [first for first, _ in IGNORABLE]
+
+
+def invisible(char: str) -> bool:
+    """Whether one character hides or reorders text (a category of INVISIBLE, or IGNORABLE)."""
+    if unicodedata.category(char) in INVISIBLE:
+        return True
+    at = bisect.bisect_right(_FIRSTS, ord(char)) - 1
+    return at >= 0 and ord(char) <= IGNORABLE[at][1]
 
 
 def visible(text: Any) -> str:
@@ -20,7 +40,7 @@ def visible(text: Any) -> str:
     text = str(text)
     if text.isascii() and text.isprintable():
         return text  # the common case, at no cost
-    return "".join(_escaped(c) if c not in KEPT and unicodedata.category(c) in INVISIBLE else c for c in text)
+    return "".join(_escaped(c) if c not in KEPT and invisible(c) else c for c in text)
 
 
 def _escaped(char: str) -> str:
@@ -36,3 +56,11 @@ def visible_all(value: Any) -> Any:
     if type(value) in (list, tuple):  # not a NamedTuple: a record of its own is left as it is
         return type(value)(visible_all(v) for v in value)
     return value
+
+
+def described(text: Any) -> str:
+    """`visible(text)` as Markdown that loads nothing: Dagster renders descriptions as Markdown, where
+    `![t](https://…)` fetches an image and raw HTML (`<img src=…>`) is HTML when a person opens the
+    page. `<` and the `[` of `![` become character references, which CommonMark shows as the characters
+    and never reads as structure (so no tag, no image); applied twice it changes nothing."""
+    return visible(text).replace("<", "&lt;").replace("![", "!&#91;")

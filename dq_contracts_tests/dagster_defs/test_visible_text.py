@@ -118,3 +118,72 @@ def test_no_hidden_character_reaches_the_command_line(folder, capsys, command):
     out, err = capsys.readouterr()
     assert hidden_in([out, err]) == []
     assert re.search(r"\\u(202e|200b)", out)  # escaped, not dropped
+
+
+# Markdown that would load remote content, or be HTML, when a person opens a page of Dagster's UI:
+# (id, the contract's text); row n points at evil<n>.example, so what reaches a page is told apart
+MARKUP = [
+    ("an image", "![t](https://evil0.example/track.png)"),
+    ("a reference image", "![t][r]\n\n[r]: https://evil1.example/r.png"),
+    ("an image in a link", "[![t](https://evil2.example/i.png)](https://example.com)"),
+    ("a raw img tag", '<img src="https://evil3.example/i.png">'),
+    ("an HTML block", '<div>\n<iframe src="https://evil4.example/"></iframe>\n</div>'),
+    ("an svg image", '<svg><image href="https://evil5.example/s.png"/></svg>'),
+    ("a picture source", '<picture><source srcset="https://evil6.example/p.png"></picture>'),
+    ("an escaped bracket before", "\\![t](https://evil7.example/e.png) and !![t](https://evil7.example/f.png)"),
+]
+SAFE_TAGS = {"p", "code", "pre", "em", "strong", "br", "ul", "ol", "li", "blockquote", "hr", "a",
+             *(f"h{n}" for n in range(1, 7))}
+
+
+@pytest.fixture(scope="module")
+def markup_pages(tmp_path_factory):
+    """Every description Dagster renders as Markdown, of a contract with each MARKUP text in each
+    place a contract's prose reaches one (its purpose, an object's, a property's, a clause's), rendered
+    as CommonMark with HTML on (what a page shows)."""
+    from markdown_it import MarkdownIt
+
+    folder = tmp_path_factory.mktemp("markup")
+    database = folder / "w.duckdb"
+    with duckdb.connect(str(database)) as c:
+        c.execute("CREATE TABLE orders (amount DOUBLE)")
+        c.execute("INSERT INTO orders VALUES (-1), (2)")
+    every = "\n\n".join(text for _, text in MARKUP)
+    document = {
+        "apiVersion": "v3.1.0", "kind": "DataContract", "id": "markup", "version": "1.0.0", "status": "active",
+        "description": {"purpose": every}, "servers": [{"server": "local", "type": "duckdb",
+                                                        "database": str(database), "schema": "main"}],
+        "schema": [{"name": "orders", "description": every, "properties": [
+            {"name": "amount", "logicalType": "number", "description": every, "required": True,
+             "quality": [{"metric": "nullValues", "mustBe": 0, "name": f"q{n}", "description": text}
+                         for n, (_, text) in enumerate(MARKUP)]}]}],
+    }
+    (folder / "contracts").mkdir()
+    (folder / "contracts" / "m.odcs.yaml").write_text(yaml.safe_dump(document, allow_unicode=True), encoding="utf-8")
+    defs = build_contract_defs(folder / "contracts", contract_jobs=True)
+    shown = []
+    for spec in defs.resolve_all_asset_specs():
+        shown.append(spec.description or "")
+        schema = spec.metadata.get("dagster/column_schema")
+        shown += [c.description or "" for c in getattr(schema, "schema", schema).columns] if schema else []
+    checks = [s for c in defs.asset_checks or [] for s in c.check_specs]
+    shown += [spec.description or "" for spec in checks]
+    shown += [getattr(d, "description", None) or "" for d in [*(defs.jobs or []), *(defs.schedules or [])]]
+    shown += [op.node_def.description or "" for op in defs.asset_checks or []]
+    shown += [e.description or "" for e in run_checks(defs).get_asset_check_evaluations()]
+    assert len(checks) >= len(MARKUP)
+    markdown = MarkdownIt("commonmark")
+    return [markdown.render(text) for text in shown if text]
+
+
+@pytest.mark.parametrize("n", range(len(MARKUP)), ids=[m[0] for m in MARKUP])
+def test_no_contract_text_loads_or_is_html_on_a_dagster_page(markup_pages, n):
+    pages = "\n".join(markup_pages)
+    assert f"evil{n}.example" in pages  # the text is there, shown as text:
+    holding = [t for t in re.findall(r"<[A-Za-z][^>]*>", pages) if f"evil{n}.example" in t]
+    assert all(t.startswith("<a href=") for t in holding), holding  # a link at most: nothing loads by itself
+
+
+def test_no_tag_but_markdowns_own_is_on_a_dagster_page(markup_pages):
+    tags = {t.lower() for page in markup_pages for t in re.findall(r"<([A-Za-z][A-Za-z0-9]*)", page)}
+    assert tags <= SAFE_TAGS, tags - SAFE_TAGS

@@ -46,6 +46,15 @@ EXPECTED = [
     ("postgres", "format_type", "refused"), ("postgres", "pg_stat_get_live_tuples", "refused"),
     ("postgres", "regclass", "refused"), ("postgres", "random", "refused"), ("postgres", "xpath", "refused"),
     ("postgres", "int4in", "refused"),
+    # sizes set by an argument, SQL or a name of the database as text
+    ("duckdb", "repeat", "refused"), ("duckdb", "lpad", "refused"), ("duckdb", "list_resize", "refused"),
+    ("duckdb", "array_resize", "refused"), ("duckdb", "range", "refused"), ("duckdb", "printf", "refused"),
+    ("duckdb", "json_serialize_plan", "refused"), ("duckdb", "json_serialize_sql", "refused"),
+    ("duckdb", "json_deserialize_sql", "refused"), ("postgres", "repeat", "refused"),
+    ("postgres", "rpad", "refused"), ("postgres", "array_fill", "refused"), ("postgres", "format", "refused"),
+    ("postgres", "to_tsvector", "refused"), ("postgres", "ts_headline", "refused"),
+    ("postgres", "ts_parse", "refused"), ("postgres", "length", "allowed"), ("postgres", "ts_rank", "allowed"),
+    ("duckdb", "make_type", "refused"), ("postgres", "oidvectortypes", "refused"),
 ]
 
 

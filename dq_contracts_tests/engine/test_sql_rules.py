@@ -127,6 +127,49 @@ ATTACKS = [
      "> 0", "classified column|list_filter"),
     ("a classified column in an array", "SELECT COUNT(*) FROM {object} WHERE '9' = ANY(ARRAY[ssn])",
      "classified column"),
+    # a result as large as an argument asks: memory outside the engine's limits (size set by an argument)
+    ("repeat", "SELECT COUNT(*) FROM {object} WHERE length(repeat('x', 3000000000)) > 0", "size is set"),
+    ("lpad", "SELECT COUNT(*) FROM {object} WHERE length(lpad('x', 3000000000, 'y')) > 0", "size is set"),
+    ("rpad", "SELECT COUNT(*) FROM {object} WHERE length(rpad(region, 3000000000)) > 0", "size is set"),
+    ("list_resize", "SELECT COUNT(*) FROM {object} WHERE len(list_resize([1], 3000000000)) > 0",
+     "size is set|resize"),
+    ("array_resize", "SELECT COUNT(*) FROM {object} WHERE len(array_resize([1], 3000000000)) > 0",
+     "size is set|resize"),
+    ("array_fill", "SELECT COUNT(*) FROM {object} WHERE cardinality(array_fill(1, ARRAY[300000000])) > 0",
+     "size is set|array_fill"),
+    ("a format width", "SELECT COUNT(*) FROM {object} WHERE length(format('%3000000000s', region)) > 0",
+     "size is set"),
+    ("a printf width", "SELECT COUNT(*) FROM {object} WHERE length(printf('%3000000000d', amount)) > 0",
+     "size is set|printf"),
+    ("range as a value", "SELECT COUNT(*) FROM {object} WHERE len(range(3000000000)) > 0", "as a value"),
+    ("generate_series as a value", "SELECT COUNT(*) FROM {object} WHERE cardinality(generate_series(1, 3000000000))"
+     " > 0", "as a value"),
+    ("generate_series in the select list", "SELECT COUNT(*) FROM (SELECT generate_series(1, 3000000000) AS n) g",
+     "as a value"),
+    ("to_base's width", "SELECT COUNT(*) FROM {object} WHERE length(to_base(amount, 2, 300000000)) > 0",
+     "size is set|to_base"),
+    # SQL, or a name of the database, given as text: bound by the engine outside the judge
+    ("json_serialize_plan", "SELECT COUNT(*) FROM {object} WHERE json_serialize_plan('SELECT * FROM "
+     "other_schema.orders') IS NOT NULL", "sql given as text|json_serialize_plan"),
+    ("json_serialize_sql", "SELECT COUNT(*) FROM {object} WHERE json_serialize_sql('SELECT 1') IS NOT NULL",
+     "sql given as text|json_serialize_sql"),
+    ("json_deserialize_sql", "SELECT COUNT(*) FROM {object} WHERE json_deserialize_sql('{}') IS NOT NULL",
+     "sql given as text|json_deserialize_sql"),
+    ("a text-search configuration by name", "SELECT COUNT(*) FROM {object} WHERE to_tsvector('other_schema.nosuch', "
+     "region) IS NOT NULL", "name of the database as text|to_tsvector"),
+    ("a text-search query by name", "SELECT COUNT(*) FROM {object} WHERE plainto_tsquery('other_schema.x', region) "
+     "IS NOT NULL", "name of the database as text|plainto_tsquery"),
+    ("a type by name", "SELECT COUNT(*) FROM {object} WHERE make_type('other_schema.nosuch') IS NOT NULL",
+     "type up in the catalog|make_type"),
+    ("type names by identifier", "SELECT COUNT(*) FROM {object} WHERE oidvectortypes('16 23') IS NOT NULL",
+     "by its identifier|oidvectortypes"),
+    ("a text-search parser by name", "SELECT COUNT(*) FROM {object} WHERE (SELECT COUNT(*) FROM (SELECT "
+     "ts_token_type('default') AS t) x) > 0", "parser or configuration|ts_token_type"),
+    # samples: a result that changes from run to run
+    ("USING SAMPLE", "SELECT COUNT(*) FROM {object} USING SAMPLE 10%", "samples rows|does not parse"),
+    ("TABLESAMPLE", "SELECT COUNT(*) FROM {object} TABLESAMPLE BERNOULLI (10)", "samples rows"),
+    ("a sample in a subquery", "SELECT COUNT(*) FROM (SELECT id FROM {object} TABLESAMPLE SYSTEM (50)) s",
+     "samples rows"),
 ]
 
 ACCEPTED = [

@@ -88,6 +88,16 @@ PROPERTY_NAMES = [
     ("am\u200bount", "amount__not_null"),  # a zero-width space
     ("a\u2066b\u2069", "ab__not_null"),  # an isolate
     ("\u200b", "x__not_null"),  # nothing visible at all
+    # letters and marks that show nothing (Default_Ignorable_Code_Point)
+    ("am\u3164ount", "amount__not_null"),  # HANGUL FILLER (NFKD: U+1160)
+    ("\u115fid", "id__not_null"),  # HANGUL CHOSEONG FILLER
+    ("co\uffa0de", "code__not_null"),  # HALFWIDTH HANGUL FILLER
+    ("na\u034fme", "name__not_null"),  # COMBINING GRAPHEME JOINER
+    ("ke\ufe0fy", "key__not_null"),  # a variation selector
+    ("ta\U000e0100g", "tag__not_null"),  # a supplementary variation selector
+    ("\u17b4day", "day__not_null"),  # KHMER VOWEL INHERENT AQ
+    ("mo\u180bnth", "month__not_null"),  # MONGOLIAN FREE VARIATION SELECTOR
+    ("\u2800", "x__not_null"),  # BRAILLE PATTERN BLANK
 ]
 
 
@@ -124,6 +134,13 @@ SHOWN = [
     ("line\u2028break", "line\\u2028break"),
     ("größe 日付 café", "größe 日付 café"),  # letters of any script show as they are
     ("two\nlines\tand a tab", "two\nlines\tand a tab"),
+    ("am\u3164ount", "am\\u3164ount"),  # HANGUL FILLER: a letter that shows nothing
+    ("\u115f\u1160x\uffa0", "\\u115f\\u1160x\\uffa0"),
+    ("na\u034fme", "na\\u034fme"),  # COMBINING GRAPHEME JOINER
+    ("ke\ufe0fy ta\U000e0100g", "ke\\ufe0fy ta\\U000e0100g"),  # variation selectors
+    ("\u17b4\u17b5\u180b\u180f", "\\u17b4\\u17b5\\u180b\\u180f"),
+    ("soft\u00adhyphen \u2800", "soft\\u00adhyphen \\u2800"),
+    ("\u2764\ufe0f e\u0301", "\u2764\\ufe0f e\u0301"),  # a combining accent shows: kept
 ]
 
 
