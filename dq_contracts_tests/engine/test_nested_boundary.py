@@ -1,0 +1,136 @@
+"""A classified nested field keeps its values in the database, whichever contract of the table reads
+it and however: its path, its parent column declared as anything, a SQL rule addressing it. And a
+value no sample can hold as it is (a struct, a map, a JSON document) never stops the run.
+
+Each row is a table of a folder of two contracts: the victim's, classifying a field or item below a
+column, and the attacker's, on the same table, with clauses of its own. The planted values must not
+be anywhere in what `dq-contracts check` prints; every clause of the attacker reports, and `said` is
+found in the attacker's results (its reason, its samples)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import yaml
+
+from dq_contracts import cli
+
+SSN = "999-88-7777"
+TAG = "tag-secret-4242"
+
+# the table on each engine: one row holding the planted values twice (duplicates are found) and one other
+TABLES = {
+    "duckdb": ["CREATE TABLE people (id INTEGER, person STRUCT(name VARCHAR, ssn VARCHAR), tags VARCHAR[], "
+               "m MAP(VARCHAR, VARCHAR))",
+               f"INSERT INTO people VALUES (1, {{'name': 'a', 'ssn': '{SSN}'}}, ['{TAG}'], MAP {{'k': 'v1'}}), "
+               f"(2, {{'name': 'a', 'ssn': '{SSN}'}}, ['{TAG}'], MAP {{'k': 'v2'}}), "
+               "(3, {'name': 'b', 'ssn': '123'}, ['t'], MAP {'k': 'v3'})"],
+    "postgres": ["CREATE TYPE person_t AS (name text, ssn text)",
+                 "CREATE TABLE people (id integer, person person_t, data jsonb, tags text[], doc jsonb)",
+                 f"INSERT INTO people VALUES (1, ROW('a', '{SSN}'), '{{\"ssn\": \"{SSN}\"}}', ARRAY['{TAG}'], "
+                 "'{\"k\": 1}'), "
+                 f"(2, ROW('a', '{SSN}'), '{{\"ssn\": \"{SSN}\"}}', ARRAY['{TAG}'], '{{\"k\": 2}}'), "
+                 "(3, ROW('b', '123'), '{\"ssn\": \"123\"}', ARRAY['t'], '{\"k\": 3}')"],
+}
+
+SSN_FIELD = {"name": "ssn", "logicalType": "string", "classification": "pii"}
+PERSON = {"name": "person", "logicalType": "object", "properties": [{"name": "name", "logicalType": "string"},
+                                                                     SSN_FIELD]}
+TAGS = {"name": "tags", "logicalType": "array", "items": {"logicalType": "string", "classification": "secret"}}
+DATA = {"name": "data", "logicalType": "object", "physicalType": "jsonb", "properties": [SSN_FIELD]}
+MISS = {"pattern": "^x$"}
+
+
+def rule(query: str) -> list[dict]:
+    return [{"type": "sql", "name": "leak", "query": query, "mustBe": 0}]
+
+
+def plain(name: str, **extra) -> dict:
+    return {"name": name, "logicalType": "string", **extra}
+
+
+# (case, engine, the victim's classified property, the attacker's properties, the attacker's object
+#  quality, a text the attacker's results hold)
+ATTACKS = [
+    ("a pattern on the classified path", "duckdb", PERSON,
+     [{"name": "person", "logicalType": "object", "properties": [plain("ssn", logicalTypeOptions=MISS)]}], [],
+     "samples_withheld"),
+    ("a pattern on the parent declared as a string", "duckdb", PERSON,
+     [plain("person", logicalTypeOptions=MISS)], [], "samples_withheld"),
+    ("invalidValues on the parent composite", "duckdb", PERSON,
+     [{"name": "person", "logicalType": "object",
+       "quality": [{"metric": "invalidValues", "arguments": {"validValues": ["zzz"]}, "mustBe": 0}]}], [],
+     "the database's message is withheld"),
+    ("unique on the parent composite", "duckdb", PERSON,
+     [{"name": "person", "logicalType": "object", "unique": True}], [], "samples_withheld"),
+    ("a pattern on an array's classified items", "duckdb", TAGS,
+     [{"name": "tags", "logicalType": "array", "items": plain("item", logicalTypeOptions=MISS)}], [],
+     "samples_withheld"),
+    ("a SQL rule's struct_extract of the field", "duckdb", PERSON, [{"name": "person", "logicalType": "object"}],
+     rule("SELECT max(CAST(replace(struct_extract(person, 'ssn'), '-', '') AS BIGINT)) FROM {object}"),
+     "classified column 'person'"),
+    ("a SQL rule's subscript of the field", "duckdb", PERSON, [{"name": "person", "logicalType": "object"}],
+     rule("SELECT max(CAST(person['ssn'] AS INTEGER)) FROM {object}"), "classified column 'person'"),
+    ("a SQL rule's array item", "duckdb", TAGS, [{"name": "tags", "logicalType": "array"}],
+     rule("SELECT max(CAST(tags[1] AS INTEGER)) FROM {object}"), "classified column 'tags'"),
+    ("a pattern on a MAP column taken as text (no classification)", "duckdb", plain("id"),
+     [plain("m", logicalTypeOptions=MISS)], [], '"{\\"k\\": \\"v1\\"}"'),
+    ("a pattern on the jsonb parent declared as a string", "postgres", DATA,
+     [plain("data", logicalTypeOptions=MISS)], [], "samples_withheld"),
+    ("a pattern on the composite parent declared as a string", "postgres", PERSON,
+     [plain("person", logicalTypeOptions=MISS)], [], "samples_withheld"),
+    ("invalidValues on the parent composite", "postgres", PERSON,
+     [{"name": "person", "logicalType": "object",
+       "quality": [{"metric": "invalidValues", "arguments": {"validValues": ["(z,z)"]}, "mustBe": 0}]}], [],
+     "the database's message is withheld"),
+    ("unique on the parent composite", "postgres", PERSON,
+     [{"name": "person", "logicalType": "object", "unique": True}], [], "samples_withheld"),
+    ("a SQL rule's jsonb_extract_path_text of the member", "postgres", DATA,
+     [{"name": "data", "logicalType": "object", "physicalType": "jsonb"}],
+     rule("SELECT max(CAST(replace(jsonb_extract_path_text(data, 'ssn'), '-', '') AS BIGINT)) FROM {object}"),
+     "classified column 'data'"),
+    ("a pattern on a jsonb column taken as text (no classification)", "postgres", plain("id"),
+     [plain("doc", logicalTypeOptions=MISS)], [], '"{\\"k\\": 1}"'),
+]
+
+
+def document(cid: str, server: dict, properties: list[dict], quality: list[dict]) -> dict:
+    return {"apiVersion": "v3.1.0", "kind": "DataContract", "id": cid, "version": "1.0.0", "status": "active",
+            "servers": [server], "schema": [{"name": "people", "physicalName": "people",
+                                              "customProperties": [{"property": "dagsterAssetKey", "value": cid}],
+                                              "properties": properties, "quality": quality}]}
+
+
+def encodings(value: str) -> set[str]:
+    return {value, re.sub(r"\D", "", value) or value}
+
+
+ENGINES = {"duckdb": (), "postgres": (pytest.mark.postgres,)}
+
+
+@pytest.mark.parametrize("case, engine, victim, properties, quality, said", [
+    pytest.param(*row, marks=ENGINES[row[1]], id=f"{row[1]}/{row[0]}") for row in ATTACKS])
+def test_no_value_of_a_classified_nested_field_leaves_by_another_contract(case, engine, victim, properties, quality,
+                                                                          said, warehouse_of, tmp_path, capfd,
+                                                                          monkeypatch):
+    server, environ, writer = warehouse_of(engine)
+    with writer.begin() as c:
+        for statement in TABLES[engine]:
+            c.exec_driver_sql(statement)
+    writer.dispose()
+    for key, value in environ.items():
+        monkeypatch.setenv(key, value)
+    folder = tmp_path / "contracts"
+    folder.mkdir()
+    (folder / "victim.odcs.yaml").write_text(yaml.safe_dump(document("victim", server, [victim], [])))
+    (folder / "attacker.odcs.yaml").write_text(yaml.safe_dump(document("attacker", server, properties, quality)))
+    code = cli.main(["check", str(folder), "--format", "json"])
+    out, err = capfd.readouterr()
+    assert code in (0, 1), (code, err)
+    for value in {*encodings(SSN), TAG}:
+        assert value not in out + err, (case, value)
+    attacker = [r for r in json.loads(out)["results"] if r["contract"] == "attacker" and r["kind"] != "schema"]
+    assert attacker and all(not r["passed"] for r in attacker), (case, attacker)
+    assert said in json.dumps(attacker), (case, said, [(r["passed"], r["observed"], r["error"], r["message"]) for r in attacker])
