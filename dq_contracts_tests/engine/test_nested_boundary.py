@@ -143,3 +143,38 @@ def test_no_value_of_a_classified_nested_field_leaves_by_another_contract(case, 
     attacker = [r for r in json.loads(out)["results"] if r["contract"] == "attacker" and r["kind"] != "schema"]
     assert attacker and all(not r["passed"] for r in attacker), (case, attacker)
     assert said in json.dumps(attacker), (case, said, [(r["passed"], r["observed"], r["error"], r["message"]) for r in attacker])
+
+
+# (where taking samples raises): every failing clause keeps its verdict and says why it has no samples
+BROKEN_SAMPLES = ["_rare_samples", "_bounded_samples", "_keep"]
+
+
+@pytest.mark.parametrize("broken", BROKEN_SAMPLES)
+def test_an_exception_while_taking_samples_costs_only_the_samples(broken, tmp_path, monkeypatch):
+    import sqlalchemy as sa
+
+    from dq_contracts.engine import samples
+    from dq_contracts.engine.runner import run_object
+    from dq_contracts.odcs.load import load_contracts
+
+    path = tmp_path / "wh.duckdb"
+    engine = sa.create_engine(f"duckdb:///{path}")
+    with engine.begin() as c:
+        c.exec_driver_sql("CREATE TABLE t (a VARCHAR, b INTEGER)")
+        c.exec_driver_sql("INSERT INTO t SELECT 'x' || i, i FROM range(300) r(i)")
+    doc = {"apiVersion": "v3.1.0", "kind": "DataContract", "id": "c", "version": "1.0.0", "status": "active",
+           "schema": [{"name": "t", "properties": [
+               plain("a", logicalTypeOptions={"pattern": "^x1$"}),  # 299 rows: the bounded query
+               {"name": "b", "logicalType": "integer", "logicalTypeOptions": {"maximum": 297}}]}]}  # 2: the scan
+    (tmp_path / "c.odcs.yaml").write_text(yaml.safe_dump(doc))
+    plan = load_contracts([tmp_path / "c.odcs.yaml"]).plans[0]
+
+    def broke(*args, **kwargs):
+        raise TypeError("unhashable type: 'dict'")
+
+    monkeypatch.setattr(samples, broken, broke)
+    results = {r.name: r for r in run_object(plan, plan.objects[0], engine) if r.kind != "schema"}
+    assert {n: (r.passed, r.error) for n, r in results.items()} == {"a__pattern": (False, None),
+                                                                    "b__maximum": (False, None)}
+    assert [n for n, r in results.items() if "unhashable" in r.details.get("samples_error", "")], results
+    assert all(r.message for r in results.values())
