@@ -126,6 +126,12 @@ def _run_checks(contract: ContractPlan, obj: ObjectPlan, engine: sa.Engine, chec
     except Exception as exc:  # a name this dialect cannot quote: every check says so
         return [_worded(c, results.get(c.name) or failure(c, exc)) for c in checks]
 
+    for check in list(runnable):  # a kind that cannot say how it runs fails that check alone
+        try:
+            uses_aggregate(check)
+        except Exception as exc:  # noqa: BLE001
+            runnable.remove(check)
+            results[check.name] = failure(check, exc)
     with contextlib.nullcontext(session) if session is not None else Session(engine, timeout_seconds) as session:
         aggregated = [c for c in runnable if uses_aggregate(c)]
         # no scan when nothing is measured by one and no result is told in rows: the schema check
@@ -179,7 +185,8 @@ def _judged(check: CheckPlan, checked: CheckedObject, session: Session, measured
     except Exception as exc:  # one check's exception is that check's failed result
         outcome = failure(check, exc, **sqls())
         if kind.hint and not isinstance(exc, (Unmeasurable, *TRANSIENT)):
-            outcome.error = f"{kind.hint.format(**check.params)}: {outcome.error}"
+            with contextlib.suppress(Exception):  # a hint the params cannot fill: the error alone
+                outcome.error = f"{kind.hint.format(**check.params)}: {outcome.error}"
         return outcome
     return result(check, passed=verdict.passed, observed=verdict.observed, row_count=measured.row_count,
                   error=verdict.error, details=verdict.details, **sqls())
@@ -240,9 +247,14 @@ def _measure(checks: list[CheckPlan], checked: CheckedObject, session: Session) 
         if sql is not None and same.setdefault(sql, key) != key:
             alias[key] = same[sql]
             continue
-        apart = kind.apart(check)
-        if apart and dialect.key_groups:
-            grouped.setdefault(check.params["columns"][0], {})[key] = (check.kind == "primary_key", expression)
+        try:
+            apart = kind.apart(check)
+            grouping = check.params["columns"][0] if apart and dialect.key_groups else None
+        except Exception as exc:  # noqa: BLE001 - that check's failed result alone
+            measured.errors[key] = exc
+            continue
+        if grouping is not None:
+            grouped.setdefault(grouping, {})[key] = (check.kind == "primary_key", expression)
         else:
             statements[1 if apart else 0][key] = expression
     for column, keys in grouped.items():

@@ -178,3 +178,43 @@ def test_an_exception_while_taking_samples_costs_only_the_samples(broken, tmp_pa
                                                                     "b__maximum": (False, None)}
     assert [n for n, r in results.items() if "unhashable" in r.details.get("samples_error", "")], results
     assert all(r.message for r in results.values())
+
+
+def broke(*args, **kwargs):
+    raise TypeError("a kind's row that raises")
+
+
+# (case, the kind whose row is broken, its field, the broken value, the check that fails alone)
+BROKEN_ROWS = [
+    ("a kind that cannot say whether it is measured", "pattern", "in_aggregate", broke, "a__pattern"),
+    ("a kind that cannot say where its measure goes", "unique", "apart", broke, "b__unique"),
+    ("a hint its params cannot fill", "multiple_of", "hint", "{nosuch} is not there", "n__multiple_of"),
+]
+
+
+@pytest.mark.parametrize("case, kind, field, value, alone", BROKEN_ROWS, ids=[r[0] for r in BROKEN_ROWS])
+def test_a_kind_that_raises_fails_its_check_alone(case, kind, field, value, alone, tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    import sqlalchemy as sa
+
+    from dq_contracts.engine.check_kinds import KINDS
+    from dq_contracts.engine.runner import run_object
+    from dq_contracts.odcs.load import load_contracts
+
+    engine = sa.create_engine(f"duckdb:///{tmp_path / 'wh.duckdb'}")
+    with engine.begin() as c:
+        c.exec_driver_sql("CREATE TABLE t (a VARCHAR, b INTEGER, n VARCHAR)")
+        c.exec_driver_sql("INSERT INTO t VALUES ('x', 1, 'q'), ('y', 1, 'r')")
+    doc = {"apiVersion": "v3.1.0", "kind": "DataContract", "id": "c", "version": "1.0.0", "status": "active",
+           "schema": [{"name": "t", "properties": [
+               plain("a", logicalTypeOptions={"pattern": "^x$"}),
+               {"name": "b", "logicalType": "integer", "unique": True, "logicalTypeOptions": {"maximum": 0}},
+               {"name": "n", "logicalType": "number", "logicalTypeOptions": {"multipleOf": 2}}]}]}
+    (tmp_path / "c.odcs.yaml").write_text(yaml.safe_dump(doc))
+    plan = load_contracts([tmp_path / "c.odcs.yaml"]).plans[0]
+    monkeypatch.setitem(KINDS, kind, replace(KINDS[kind], **{field: value}))
+    results = {r.name: r for r in run_object(plan, plan.objects[0], engine)}
+    assert results[alone].passed is False and results[alone].error, (case, results[alone])
+    others = {n: (r.passed, r.error) for n, r in results.items() if n not in (alone, "schema", "n__multiple_of")}
+    assert others and all(error is None and passed is False for passed, error in others.values()), (case, others)
