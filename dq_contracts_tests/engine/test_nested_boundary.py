@@ -75,6 +75,14 @@ ATTACKS = [
      rule("SELECT max(CAST(person['ssn'] AS INTEGER)) FROM {object}"), "classified column 'person'"),
     ("a SQL rule's array item", "duckdb", TAGS, [{"name": "tags", "logicalType": "array"}],
      rule("SELECT max(CAST(tags[1] AS INTEGER)) FROM {object}"), "classified column 'tags'"),
+    ("a pattern on the classified path, the file named another way", "parquet", PERSON,
+     [{"name": "person", "logicalType": "object", "properties": [plain("ssn", logicalTypeOptions=MISS)]}], [],
+     "samples_withheld"),
+    ("a pattern on the parent declared as a string, the file named another way", "parquet", PERSON,
+     [plain("person", logicalTypeOptions=MISS)], [], "samples_withheld"),
+    ("a pattern on an array's classified items, the file named another way", "parquet", TAGS,
+     [{"name": "tags", "logicalType": "array", "items": plain("item", logicalTypeOptions=MISS)}], [],
+     "samples_withheld"),
     ("a SQL rule's dot into the field", "duckdb", PERSON, [{"name": "person", "logicalType": "object"}],
      rule("SELECT max(CAST(person.ssn AS INTEGER)) FROM {object}"), "not run"),
     ("a SQL rule's struct_extract of the field, declared by the victim alone", "duckdb", PERSON, [plain("id")],
@@ -116,7 +124,7 @@ def encodings(value: str) -> set[str]:
     return {value, re.sub(r"\D", "", value) or value}
 
 
-ENGINES = {"duckdb": (), "postgres": (pytest.mark.postgres,)}
+ENGINES = {"duckdb": (), "parquet": (), "postgres": (pytest.mark.postgres,)}
 
 
 @pytest.mark.parametrize("case, engine, victim, properties, quality, said", [
@@ -124,17 +132,24 @@ ENGINES = {"duckdb": (), "postgres": (pytest.mark.postgres,)}
 def test_no_value_of_a_classified_nested_field_leaves_by_another_contract(case, engine, victim, properties, quality,
                                                                           said, warehouse_of, tmp_path, capfd,
                                                                           monkeypatch):
-    server, environ, writer = warehouse_of(engine)
+    server, environ, writer = warehouse_of("duckdb" if engine == "parquet" else engine)
     with writer.begin() as c:
-        for statement in TABLES[engine]:
+        for statement in TABLES["duckdb" if engine == "parquet" else engine]:
             c.exec_driver_sql(statement)
+        if engine == "parquet":  # the file is the table; the attacker's server names the file itself
+            (tmp_path / "data").mkdir()
+            c.exec_driver_sql(f"COPY people TO '{tmp_path / 'data' / 'people.parquet'}' (FORMAT parquet)")
     writer.dispose()
+    theirs = server
+    if engine == "parquet":
+        server = {"server": "lake", "type": "local", "format": "parquet", "path": str(tmp_path / "data" / "{model}.parquet")}
+        theirs = {**server, "path": str(tmp_path / "data" / "people.parquet")}
     for key, value in environ.items():
         monkeypatch.setenv(key, value)
     folder = tmp_path / "contracts"
     folder.mkdir()
     (folder / "victim.odcs.yaml").write_text(yaml.safe_dump(document("victim", server, [victim], [])))
-    (folder / "attacker.odcs.yaml").write_text(yaml.safe_dump(document("attacker", server, properties, quality)))
+    (folder / "attacker.odcs.yaml").write_text(yaml.safe_dump(document("attacker", theirs, properties, quality)))
     code = cli.main(["check", str(folder), "--format", "json"])
     out, err = capfd.readouterr()
     assert code in (0, 1), (code, err)
