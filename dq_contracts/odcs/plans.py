@@ -194,15 +194,18 @@ class ColumnPlan:
     @property
     def classification_shared(self) -> str:
         """What another contract of the table is told: `pii`, or `pii (at person.ssn)` for a field's."""
-        if (self.classification or "").strip().lower() in CLASSIFIED or self.classified_by is not None:
+        if (self.classification or "").strip().lower() in CLASSIFIED or self.classified_by is not None \
+                or self.classified_below is None:
             return str(self.classification)
         step, _, word = str(self.classified_below).rpartition(": ")
         return f"{word} (at {self.physical_name}{'' if step.startswith('[]') else '.'}{step})"
 
     @property
     def classification_text(self) -> str:
-        """`pii`, or `pii (from contracts/b.odcs.yaml)` when another contract of the table says so."""
-        return f"{self.classification} (from {self.classified_by})" if self.classified_by else str(self.classification)
+        """`pii`, `pii (at person.ssn)`, or `pii (from contracts/b.odcs.yaml)` when another contract of
+        the table says so."""
+        own = self.classification_shared
+        return f"{own} (from {self.classified_by})" if self.classified_by else own
 
 
 CLASSIFIED = {"confidential", "restricted", "pii", "sensitive", "secret"}

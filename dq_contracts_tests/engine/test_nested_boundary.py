@@ -233,3 +233,21 @@ def test_a_kind_that_raises_fails_its_check_alone(case, kind, field, value, alon
     assert results[alone].passed is False and results[alone].error, (case, results[alone])
     others = {n: (r.passed, r.error) for n, r in results.items() if n not in (alone, "schema", "n__multiple_of")}
     assert others and all(error is None and passed is False for passed, error in others.values()), (case, others)
+
+
+# (the victim's classified property, the column's classification as each contract's metadata says it)
+SAID = [(PERSON, "pii (at person.ssn)"), (TAGS, "secret (at tags[])")]
+
+
+@pytest.mark.parametrize("victim, said", SAID, ids=[s for _, s in SAID])
+def test_a_column_classified_below_says_where_in_every_contract(victim, said, tmp_path):
+    from dq_contracts.odcs.load import load_contracts
+
+    server = {"server": "local", "type": "duckdb", "database": str(tmp_path / "wh.duckdb")}
+    (tmp_path / "victim.odcs.yaml").write_text(yaml.safe_dump(document("victim", server, [victim], [])))
+    (tmp_path / "attacker.odcs.yaml").write_text(yaml.safe_dump(document("attacker", server, [plain(victim["name"])],
+                                                                         [])))
+    plans = {p.id: p for p in load_contracts([tmp_path]).plans}
+    [mine], [theirs] = plans["victim"].objects[0].columns, plans["attacker"].objects[0].columns
+    assert (mine.classified, mine.classification_text) == (True, said)
+    assert (theirs.classified, theirs.classification_text) == (True, f"{said} (from {plans['victim'].file})")
