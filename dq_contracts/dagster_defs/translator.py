@@ -179,7 +179,8 @@ class DqContractsTranslator:
                     constraints=dg.TableColumnConstraints(
                         nullable=not (c.required or c.primary_key), unique=c.unique or c.primary_key,
                         other=[visible(t) for t, on in (("primary key", c.primary_key),
-                                               (f"classification: {c.classification_text}", bool(c.classification)))
+                                               (f"classification: {c.classification_text}",
+                                                bool(c.classification) or c.classified_below is not None))
                                if on]),
                 ) for c in obj.columns]),
             "dagster/table_name": visible(self.table_name(data)),

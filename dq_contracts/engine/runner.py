@@ -126,6 +126,12 @@ def _run_checks(contract: ContractPlan, obj: ObjectPlan, engine: sa.Engine, chec
     except Exception as exc:  # a name this dialect cannot quote: every check says so
         return [_worded(c, results.get(c.name) or failure(c, exc)) for c in checks]
 
+    for check in list(runnable):  # a kind that cannot say how it runs fails that check alone
+        try:
+            uses_aggregate(check)
+        except Exception as exc:  # noqa: BLE001
+            runnable.remove(check)
+            results[check.name] = failure(check, exc)
     with contextlib.nullcontext(session) if session is not None else Session(engine, timeout_seconds) as session:
         aggregated = [c for c in runnable if uses_aggregate(c)]
         # no scan when nothing is measured by one and no result is told in rows: the schema check
@@ -136,7 +142,11 @@ def _run_checks(contract: ContractPlan, obj: ObjectPlan, engine: sa.Engine, chec
         for check in runnable:
             results[check.name] = _judged(check, checked, session, measured, result, failure)
         failing = [(c, results[c.name]) for c in runnable if not results[c.name].passed and results[c.name].error is None]
-        _add_samples(failing, checked, session, error_text, measured)
+        try:
+            _add_samples(failing, checked, session, error_text, measured)
+        except Exception as exc:  # noqa: BLE001 - samples are a courtesy: the verdicts stand
+            for check, failed in failing:
+                failed.details.setdefault("samples_error", error_text(check, exc))
     if secrets:  # before the sentences, which quote samples
         for r in results.values():
             r.samples, r.observed = masked(r.samples, secrets), masked(r.observed, secrets)
@@ -175,7 +185,8 @@ def _judged(check: CheckPlan, checked: CheckedObject, session: Session, measured
     except Exception as exc:  # one check's exception is that check's failed result
         outcome = failure(check, exc, **sqls())
         if kind.hint and not isinstance(exc, (Unmeasurable, *TRANSIENT)):
-            outcome.error = f"{kind.hint.format(**check.params)}: {outcome.error}"
+            with contextlib.suppress(Exception):  # a hint the params cannot fill: the error alone
+                outcome.error = f"{kind.hint.format(**check.params)}: {outcome.error}"
         return outcome
     return result(check, passed=verdict.passed, observed=verdict.observed, row_count=measured.row_count,
                   error=verdict.error, details=verdict.details, **sqls())
@@ -224,6 +235,10 @@ def _measure(checks: list[CheckPlan], checked: CheckedObject, session: Session) 
             measured.key_of[check.name] = key = f"unaddressable:{check.name}"
             measured.errors[key] = Unmeasurable(f"not enforced: {exc}")
             continue
+        except Exception as exc:  # noqa: BLE001 - a measure that cannot be built fails its check alone
+            measured.key_of[check.name] = key = f"unbuilt:{check.name}"
+            measured.errors[key] = exc
+            continue
         measured.key_of[check.name] = key
         if key in seen:
             continue
@@ -232,9 +247,14 @@ def _measure(checks: list[CheckPlan], checked: CheckedObject, session: Session) 
         if sql is not None and same.setdefault(sql, key) != key:
             alias[key] = same[sql]
             continue
-        apart = kind.apart(check)
-        if apart and dialect.key_groups:
-            grouped.setdefault(check.params["columns"][0], {})[key] = (check.kind == "primary_key", expression)
+        try:
+            apart = kind.apart(check)
+            grouping = check.params["columns"][0] if apart and dialect.key_groups else None
+        except Exception as exc:  # noqa: BLE001 - that check's failed result alone
+            measured.errors[key] = exc
+            continue
+        if grouping is not None:
+            grouped.setdefault(grouping, {})[key] = (check.kind == "primary_key", expression)
         else:
             statements[1 if apart else 0][key] = expression
     for column, keys in grouped.items():
@@ -269,17 +289,17 @@ def _run_key_groups(column: str, keys: dict[str, tuple[bool, Any]], checked: Che
     classified) its 5 smallest repeated keys. False if the statement failed for a reason of its own."""
     # the table with this one column: SQLAlchemy's cache key walks every column of a FROM, which on
     # a table of 1,000 key columns cost more than the statements themselves
-    col = checked.key(column, checked.own_table([column]).c[column])  # text byte by byte, whatever its collation
-    groups = sa.select(col.label("k"), sa.func.count().label("n")).group_by(col).subquery("g")
-    present = groups.c.k.is_not(None)
-    measures = [sa.func.coalesce(sa.func.sum(groups.c.n - 1).filter(present), 0).label("repeated"),
-                sa.func.coalesce(sa.func.sum(groups.c.n).filter(groups.c.k.is_(None)), 0).label("nulls")]
-    described = checked.obj.column(column)
-    if not (described is not None and described.classified):  # never a classified value, not even held
-        measures.append(sa.func.min(groups.c.k, SAMPLE_LIMIT).filter(sa.and_(present, groups.c.n > 1))
-                        .label("repeated_keys"))
-    statement = sa.select(*measures).select_from(groups)
     try:
+        col = checked.key(column, checked.own_table([column]).c[column])  # text byte by byte, whatever its collation
+        groups = sa.select(col.label("k"), sa.func.count().label("n")).group_by(col).subquery("g")
+        present = groups.c.k.is_not(None)
+        measures = [sa.func.coalesce(sa.func.sum(groups.c.n - 1).filter(present), 0).label("repeated"),
+                    sa.func.coalesce(sa.func.sum(groups.c.n).filter(groups.c.k.is_(None)), 0).label("nulls")]
+        described = checked.obj.column(column)
+        if not (described is not None and described.classified):  # never a classified value, not even held
+            measures.append(sa.func.min(groups.c.k, SAMPLE_LIMIT).filter(sa.and_(present, groups.c.n > 1))
+                            .label("repeated_keys"))
+        statement = sa.select(*measures).select_from(groups)
         row = session.run(lambda connection: connection.execute(statement).one())
     except TRANSIENT as exc:
         measured.errors.update(dict.fromkeys(keys, exc))

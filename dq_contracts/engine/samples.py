@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any, Iterable
 
@@ -59,7 +60,7 @@ def _add_samples(failing: list[tuple[CheckPlan, CheckResult]], checked: CheckedO
                 if kind.samples is not None:
                     bounded.append((check, result, kind.samples(check, checked, SAMPLE_LIMIT)))
             elif kind.violation is not None and count is not None and count <= RARE_ROWS:
-                rare.append((check, result))
+                rare.append((check, result, kind.violation(check, checked)))
             elif kind.violation is not None:
                 column = checked.table.c[check.params["column"]]
                 bounded.append((check, result, sa.select(column).where(kind.violation(check, checked))
@@ -70,19 +71,35 @@ def _add_samples(failing: list[tuple[CheckPlan, CheckResult]], checked: CheckedO
                     bounded.append((check, result, statement))
         except Exception as exc:  # noqa: BLE001
             result.details["samples_error"] = error_text(check, exc)
-    if rare:
-        _rare_samples(rare, checked, session, error_text)
-    if bounded:
-        _bounded_samples(bounded, checked, session, error_text)
+    for take, taken in ((_rare_samples, rare), (_bounded_samples, bounded)):
+        try:
+            if taken:
+                take(taken, checked, session, error_text)
+        except Exception as exc:  # noqa: BLE001 - a courtesy: the verdicts stand, their samples say why not
+            for check, result, *_ in taken:
+                if not result.samples:
+                    result.details.setdefault("samples_error", error_text(check, exc))
 
 
 
 def _keep(values: Iterable[Any]) -> list[Any]:
-    """Up to SAMPLE_LIMIT distinct values, smallest first (NaN, then NULL, last), as JSON values."""
-    seen = {(tuple(v) if isinstance(v, (list, tuple)) else _one_nan(v)) for v in values}
-    ordered = sorted(seen, key=lambda v: (v is None, v is math.nan, 0 if v is None or v is math.nan else v))
+    """Up to SAMPLE_LIMIT distinct values, smallest first (NaN, then NULL, last), as JSON values; a
+    struct, map, JSON document or array (a dict or list: unhashable) as its JSON text."""
+    seen = {(tuple(_held(x) for x in v) if isinstance(v, tuple) else _held(v)) for v in values}
+    try:
+        ordered = sorted(seen, key=lambda v: (v is None, v is math.nan, 0 if v is None or v is math.nan else v))
+    except TypeError:  # values of no one order (a driver's mixed types): as their text
+        ordered = sorted(seen, key=lambda v: (v is None, str(v)))
     ordered = ordered[:SAMPLE_LIMIT]
     return [[_jsonable(x) for x in v] if isinstance(v, tuple) else _jsonable(v) for v in ordered]
+
+
+
+def _held(value: Any) -> Any:
+    """A value a set can hold: a dict or list as its JSON text, every NaN as the one NaN."""
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, default=str, ensure_ascii=False)
+    return _one_nan(value)
 
 
 
@@ -92,13 +109,14 @@ def _one_nan(value: Any) -> Any:
 
 
 
-def _rare_samples(rare: list[tuple[CheckPlan, CheckResult]], checked: CheckedObject, session: Session,
+def _rare_samples(rare: list[tuple[CheckPlan, CheckResult, Any]], checked: CheckedObject, session: Session,
                   error_text: Any) -> None:
     """`SELECT <violation flag, value> per clause FROM t WHERE <any violation>`: one scan, and no more
-    rows than the clauses' offending rows (each at most RARE_ROWS)."""
-    violations = [KINDS[c.kind].violation(c, checked) for c, _ in rare]
+    rows than the clauses' offending rows (each at most RARE_ROWS). Each clause's violation was built
+    under its own guard (`_add_samples`)."""
+    violations = [v for *_, v in rare]
     columns = []
-    for i, ((check, _), violation) in enumerate(zip(rare, violations)):
+    for i, (check, _, violation) in enumerate(rare):
         columns += [sa.case((violation, True), else_=False).label(f"f{i}"),
                     checked.table.c[check.params["column"]].label(f"v{i}")]
     statement = sa.select(*columns).where(sa.or_(*violations))
@@ -106,14 +124,22 @@ def _rare_samples(rare: list[tuple[CheckPlan, CheckResult]], checked: CheckedObj
         rows = session.run(lambda connection: connection.execute(statement).fetchall())
     except Exception as exc:  # each clause alone, so only the one at fault says so
         if isinstance(exc, TRANSIENT):
-            for check, result in rare:
+            for check, result, _ in rare:
                 result.details["samples_error"] = error_text(check, exc)
             return
-        _bounded_samples([(c, r, KINDS[c.kind].samples(c, checked, SAMPLE_LIMIT)) for c, r in rare], checked,
-                         session, error_text, together=False)
+        alone = []
+        for check, result, _ in rare:
+            try:
+                alone.append((check, result, KINDS[check.kind].samples(check, checked, SAMPLE_LIMIT)))
+            except Exception as own:  # noqa: BLE001, PERF203 - that clause's samples alone say so
+                result.details["samples_error"] = error_text(check, own)
+        _bounded_samples(alone, checked, session, error_text, together=False)
         return
-    for i, (_, result) in enumerate(rare):
-        result.samples = _keep(row[2 * i + 1] for row in rows if row[2 * i])
+    for i, (check, result, _) in enumerate(rare):
+        try:
+            result.samples = _keep(row[2 * i + 1] for row in rows if row[2 * i])
+        except Exception as exc:  # noqa: BLE001, PERF203 - that clause's samples alone say so
+            result.details["samples_error"] = error_text(check, exc)
 
 
 
@@ -144,12 +170,15 @@ def _bounded_samples(bounded: list[tuple[CheckPlan, CheckResult, sa.Select]], ch
                 arrays = []
         for i, (check, result, statement, _) in enumerate(arrays):
             value = row[i]
-            if value is None:
-                result.samples = []
-            elif isinstance(value, (list, tuple)):
-                result.samples = _keep(value)
-            else:  # an array of a type the driver returns as text: that clause's query alone
-                alone.append((check, result, statement))
+            try:
+                if value is None:
+                    result.samples = []
+                elif isinstance(value, (list, tuple)):
+                    result.samples = _keep(value)
+                else:  # an array of a type the driver returns as text: that clause's query alone
+                    alone.append((check, result, statement))
+            except Exception as exc:  # noqa: BLE001, PERF203 - that clause's samples alone say so
+                result.details["samples_error"] = error_text(check, exc)
     for check, result, statement in alone:
         try:
             rows = session.run(lambda connection, s=statement: connection.execute(s).fetchmany(SAMPLE_SCAN))

@@ -57,7 +57,7 @@ def share_classification(plans: list[ContractPlan]) -> list[ContractPlan]:
         for server in servers[id(plan)]:
             for obj in plan.objects:
                 found = by_table.setdefault(_table_key(server, obj.physical_name), {})
-                classified = {server[2](c.physical_name): (str(c.classification), plan.file)
+                classified = {server[2](c.physical_name): (c.classification_shared, plan.file)
                               for c in obj.columns if c.classified and not c.classified_by}
                 for column, source in classified.items():
                     found.setdefault(column, source)

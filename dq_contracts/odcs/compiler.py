@@ -28,9 +28,11 @@ from dq_contracts.odcs.plans import (
     SchedulePlan,
     Severity,
 )
+from dq_contracts.odcs.plans import CLASSIFIED
 from dq_contracts.odcs.problems import Problem
 from dq_contracts.odcs.validate import ValidatedContract
 from dq_contracts.odcs.clauses import CLAUSES, nested, quality_kind
+from dq_contracts.odcs.clauses.nested import classified_below
 from dq_contracts.odcs.clauses.context import Clause, _Compiling
 from dq_contracts.odcs.clauses.vocabulary import LATENCY_PROPERTIES, Reason
 from dq_contracts.odcs.folder import FolderIndex
@@ -392,6 +394,7 @@ def _object_plan(obj: dict, object_name: str, base: list, checks: list[CheckPlan
             primary_key=p.get("primaryKey") is True,
             classification=p.get("classification"),
             description=p.get("description"),
+            classified_below=classified_below(p, CLASSIFIED),
         )
         for p in obj.get("properties") or []
         if isinstance(p, dict)

@@ -29,6 +29,7 @@ class FolderIndex:
     relationship may reference a table that another contract on the same server declares."""
 
     def __init__(self, contracts: Iterable[ValidatedContract] = ()):
+        from dq_contracts.odcs.clauses.nested import any_classified  # here: the clauses import this module
         self._by_name: dict[str, list[IndexedObject]] = {}
         for validated in contracts:
             doc = validated.document
@@ -46,8 +47,7 @@ class FolderIndex:
                     columns.setdefault(physical, physical)
                 entry = IndexedObject(str(doc.get("id")), server, str(obj["name"]),
                                       str(obj.get("physicalName") or obj["name"]), columns,
-                                      any(str(p.get("classification") or "").strip().lower() in CLASSIFIED
-                                          for p in props))
+                                      any(any_classified(p, CLASSIFIED) for p in props))
                 for key in {entry.name, entry.physical_name}:
                     self._by_name.setdefault(key, []).append(entry)
 

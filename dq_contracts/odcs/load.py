@@ -192,7 +192,7 @@ def _classified_partitions(compiled: list[tuple[ContractPlan, object]]) -> list[
             if column is not None and column.classified:
                 found.append(_problem(plan, document, parts_of(obj.partitioning.clause) or parts_of(obj.pointer),
                                       f"the partition column {column.physical_name!r} is classified "
-                                      f"({column.classification}); each partition's results would tell its "
+                                      f"({column.classification_text}); each partition's results would tell its "
                                       "values: partition the table by a column that is not classified"))
     return found
 

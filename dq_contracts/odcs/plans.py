@@ -182,15 +182,30 @@ class ColumnPlan:
     classification: str | None
     description: str | None
     classified_by: str | None = None  # the file that classifies it when this one does not (share_classification)
+    classified_below: str | None = None  # `ssn: pii`: a field or item below it that is classified (nested.py)
 
     @property
     def classified(self) -> bool:
-        return (self.classification or "").strip().lower() in CLASSIFIED or self.classified_by is not None
+        """Its own classification, another contract's of its table, or one of a field or item below it:
+        the column's value holds the classified one, so its values never leave the database."""
+        return ((self.classification or "").strip().lower() in CLASSIFIED or self.classified_by is not None
+                or self.classified_below is not None)
+
+    @property
+    def classification_shared(self) -> str:
+        """What another contract of the table is told: `pii`, or `pii (at person.ssn)` for a field's."""
+        if (self.classification or "").strip().lower() in CLASSIFIED or self.classified_by is not None \
+                or self.classified_below is None:
+            return str(self.classification)
+        step, _, word = str(self.classified_below).rpartition(": ")
+        return f"{word} (at {self.physical_name}{'' if step.startswith('[]') else '.'}{step})"
 
     @property
     def classification_text(self) -> str:
-        """`pii`, or `pii (from contracts/b.odcs.yaml)` when another contract of the table says so."""
-        return f"{self.classification} (from {self.classified_by})" if self.classified_by else str(self.classification)
+        """`pii`, `pii (at person.ssn)`, or `pii (from contracts/b.odcs.yaml)` when another contract of
+        the table says so."""
+        own = self.classification_shared
+        return f"{own} (from {self.classified_by})" if self.classified_by else own
 
 
 CLASSIFIED = {"confidential", "restricted", "pii", "sensitive", "secret"}

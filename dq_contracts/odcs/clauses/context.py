@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dq_contracts.odcs.check_kinds import CHECK_KINDS
+from dq_contracts.odcs.clauses.nested import any_classified
 from dq_contracts.odcs.clauses.nested import classified as path_classified
 from dq_contracts.odcs.clauses.nested import label, name_base, step_of, steps
 from dq_contracts.odcs.clauses.vocabulary import Reason, severity_of
@@ -183,8 +184,7 @@ class _Compiling:
         if self._rule_tables is None:
             self._rule_tables = {
                 str(obj.get("physicalName") or name): {
-                    str(p.get("physicalName") or p.get("name")):
-                        str(p.get("classification") or "").strip().lower() in CLASSIFIED
+                    str(p.get("physicalName") or p.get("name")): any_classified(p, CLASSIFIED)
                     for p in obj.get("properties") or []
                     if isinstance(p, dict) and (p.get("physicalName") or p.get("name"))}
                 for name, obj in self.object_by_name.items()}

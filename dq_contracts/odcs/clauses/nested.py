@@ -79,6 +79,29 @@ def classified(path: tuple[tuple[str, dict], ...], words: set[str]) -> bool:
     return any(str(prop.get("classification") or "").strip().lower() in words for _, prop in path)
 
 
+def classified_below(prop: dict[str, Any], words: set[str], depth: int = 0) -> str | None:
+    """`ssn: pii`, `[]: secret`: the first field or item below a property that is classified (its
+    path from the property, and its classification), or None. A column any part of which is
+    classified is a classified column: its value, whole, holds the classified one."""
+    below = [(step_of(p), p) for p in prop.get("properties") or [] if isinstance(p, dict)] \
+        if isinstance(prop.get("properties"), list) else []
+    if isinstance(prop.get("items"), dict):
+        below.append((ITEMS, prop["items"]))
+    for step, child in below if depth <= 64 else ():  # the loader bounds depth; this only stops a cycle
+        word = str(child.get("classification") or "").strip()
+        if word.lower() in words:
+            return f"{step}: {word}"
+        deeper = classified_below(child, words, depth + 1)
+        if deeper is not None:
+            return f"{step}{'' if deeper.startswith(ITEMS) else '.'}{deeper}"
+    return None
+
+
+def any_classified(prop: dict[str, Any], words: set[str]) -> bool:
+    """The property itself or any field or item below it is classified."""
+    return str(prop.get("classification") or "").strip().lower() in words or classified_below(prop, words) is not None
+
+
 _SHAPE_KEYS = ("name", "physicalName", "logicalType", "physicalType")
 
 
