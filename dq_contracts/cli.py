@@ -25,6 +25,18 @@ def _print_problems(result: LoadResult, stream) -> None:
         say(problem.render(), file=stream)
 
 
+def _nothing_read(result: LoadResult, command: str, paths: Sequence[str]) -> bool:
+    """True, having said so, when the paths held no contract file: a CI gate over an empty or
+    misnamed folder must not pass by checking nothing."""
+    if result.files_read:
+        return False
+    from dq_contracts.odcs.loader import CONTRACT_SUFFIXES
+
+    say(f"dq-contracts {command}: no contract file ({', '.join('*' + s for s in CONTRACT_SUFFIXES)}) in "
+        f"{', '.join(map(str, paths))}", file=sys.stderr)
+    return True
+
+
 def _dagster_cron_rule(cron: str) -> str | None:
     """Dagster's own cron rule (the Dagster layer's), imported only once a contract has a cron:
     importing Dagster takes seconds, which a folder without crons need not pay."""
@@ -37,6 +49,8 @@ def _dagster_cron_rule(cron: str) -> str | None:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     result = load_contracts(args.paths, cron_rule=_dagster_cron_rule)
+    if _nothing_read(result, "validate", args.paths):
+        return 1
     _print_problems(result, sys.stdout)
     errors = len(result.errors)
     warnings = len(result.problems) - errors
@@ -85,6 +99,8 @@ def _plan_text(plan: ContractPlan, prefix: str) -> str:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     result = load_contracts(args.paths)
+    if _nothing_read(result, "plan", args.paths):
+        return 1
     if args.format == "json":
         payload = {
             "contracts": [p.to_json() for p in result.plans],
@@ -117,6 +133,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     from dq_contracts.odcs.partitions import PartitionKeyError
 
     loaded = load_contracts(args.paths, server=args.server)
+    if _nothing_read(loaded, "check", args.paths):
+        return 1
     results = []
     # with --partition, the partitioned objects are checked for that key; a key that names no
     # partition of one of them is an error before anything runs

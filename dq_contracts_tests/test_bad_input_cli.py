@@ -223,3 +223,27 @@ def test_validate_refuses_bad_input(tmp_path, case):
 
 def test_there_are_at_least_30_cases():
     assert len(CASES) >= 30 and len(NEW_CASES) >= 14
+
+
+# (what the command is given) → every command says no contract was there, and exits 1: a CI gate over an
+# empty or misnamed folder must not pass by checking nothing
+NOTHING_TO_READ = {
+    "an empty folder": {},
+    "a folder of YAML not named *.odcs.yaml": {"orders.yaml": "apiVersion: v3.1.0\n"},
+    "a hidden contract only": {".hidden.odcs.yaml": "apiVersion: v3.1.0\n"},
+}
+
+
+@pytest.mark.parametrize("command", ["validate", "plan", "check"])
+@pytest.mark.parametrize("files", list(NOTHING_TO_READ.values()), ids=list(NOTHING_TO_READ))
+def test_a_folder_without_contracts_is_an_error(tmp_path, command, files):
+    folder = tmp_path / "contracts"
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run([sys.executable, "-m", "dq_contracts.cli", command, "contracts"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, env=env, check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"dq-contracts {command}: no contract file (*.odcs.yaml" in proc.stderr and "contracts" in proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
