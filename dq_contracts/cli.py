@@ -213,7 +213,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     else:
         say(report_text(report))
         _print_problems(loaded, sys.stdout)
-    return 1 if loaded.errors else 0
+    # a CI gate over the instance's history: an ERROR clause whose latest status is fail or error fails it
+    broken = any(c["severity"] == Severity.ERROR and c["status"] in ("fail", "error")
+                 for contract in report["contracts"] for asset in contract["assets"] for c in asset["clauses"])
+    return 1 if loaded.errors or broken else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
