@@ -8,7 +8,8 @@ import sys
 from typing import Sequence
 
 from dq_contracts.odcs.names import schedule_name
-from dq_contracts.odcs.load import LoadResult, load_contracts
+from dq_contracts.odcs.load import LoadResult, load_contracts, not_enforced_problems
+from dq_contracts.odcs.problems import errors_of
 from dq_contracts.odcs.plans import ContractPlan, Severity
 from dq_contracts.odcs.servers import servers_handling
 from dq_contracts.odcs.visible import visible
@@ -51,9 +52,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
     result = load_contracts(args.paths, cron_rule=_dagster_cron_rule)
     if _nothing_read(result, "validate", args.paths):
         return 1
-    _print_problems(result, sys.stdout)
-    errors = len(result.errors)
-    warnings = len(result.problems) - errors
+    # every clause that will not run is said, where it is written: a silent drop is the worst outcome
+    shown = sorted([*result.problems, *not_enforced_problems(result)], key=lambda p: (p.file, p.line or 0))
+    for problem in shown:
+        say(problem.render())
+    errors = len(errors_of(shown))
+    warnings = len(shown) - errors
+    if args.strict:  # a CI gate that requires every clause to be enforced
+        errors, warnings = errors + warnings, 0
     failed_files = {p.file for p in result.errors}
     contracts = sum(1 for plan in result.plans if plan.file not in failed_files)
     summary = (f"read {result.files_read} contract file(s): {contracts} valid, "
@@ -225,6 +231,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     validate = commands.add_parser("validate", help="report every problem in the contracts")
     validate.add_argument("paths", nargs="+", help="contract files or folders (searched recursively)")
+    validate.add_argument("--strict", action="store_true",
+                          help="warnings are errors: every clause must be enforced (for CI)")
     validate.set_defaults(run=cmd_validate)
 
     plan = commands.add_parser("plan", help="show the checks, freshness, schedules and not-enforced clauses")

@@ -247,3 +247,27 @@ def test_a_folder_without_contracts_is_an_error(tmp_path, command, files):
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert f"dq-contracts {command}: no contract file (*.odcs.yaml" in proc.stderr and "contracts" in proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
+
+
+# (a clause that loads but cannot run) → the warning `validate` prints at its line, and `--strict` fails on it
+NOT_ENFORCED = {
+    "a typo in an SLA unit": (sla("property: latency\nvalue: 2\nunit: hors\nelement: t.a"), "slaProperties[0]",
+                              "not enforced"),
+    "an unknown format": (good().replace("        logicalType: string",
+                                         "        logicalType: string\n        logicalTypeOptions: {format: colour}"),
+                          "schema.t.properties.a.logicalTypeOptions.format", "not enforced (unknown_format)"),
+    "a text rule": (QUALITY + "          - type: text\n            description: be nice\n",
+                    "schema.t.properties.a.quality[0]", "not enforced (prose)"),
+}
+
+
+@pytest.mark.parametrize("text,path,said", list(NOT_ENFORCED.values()), ids=list(NOT_ENFORCED))
+def test_validate_says_every_clause_that_will_not_run(tmp_path, text, path, said):
+    (tmp_path / "c.odcs.yaml").write_text(text)
+    plain = run_validate(tmp_path, ["c.odcs.yaml"])
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    line = next((ln for ln in plain.stdout.splitlines() if f": warning: {path}: " in ln), None)
+    assert line is not None and said in line and line.startswith("c.odcs.yaml:"), plain.stdout
+    assert "1 valid, 0 error(s), 1 warning(s)" in plain.stdout, plain.stdout
+    strict = run_validate(tmp_path, ["c.odcs.yaml", "--strict"])
+    assert strict.returncode == 1 and "1 error(s), 0 warning(s)" in strict.stdout, strict.stdout

@@ -23,7 +23,7 @@ from dq_contracts.odcs.declaration import root_of_loaded, server_name, server_re
 from dq_contracts.odcs.loader import load_documents
 from dq_contracts.odcs.paths import named_path, parts_of
 from dq_contracts.odcs.plans import ContractPlan
-from dq_contracts.odcs.problems import Problem, contract_errors_of, errors_of
+from dq_contracts.odcs.problems import Problem, ProblemSeverity, Reach, contract_errors_of, errors_of
 from dq_contracts.odcs.validate import ValidatedContract, validate_document
 
 
@@ -282,3 +282,25 @@ _REMEDY = {"id": "give one of them another id or version",
 def _problem(plan: ContractPlan, document, parts, message: str, severity: str = "error") -> Problem:
     parts = list(parts)
     return Problem(plan.file, message, named_path(document.data, parts), document.line_of(parts), severity)
+
+
+def not_enforced_problems(result: LoadResult) -> list[Problem]:
+    """Every clause of the usable contracts that will not run, as a warning at its file:line with the
+    reason (`validate` shows them; `validate --strict` makes them errors, so a CI gate can require
+    that every clause is enforced). The files are read again for their lines, only when there are such
+    clauses."""
+    out: list[Problem] = []
+    for plan in result.usable_plans:
+        if not plan.not_enforced:
+            continue
+        documents, _ = load_documents([plan.file])
+        document = documents[0] if documents else None
+        for clause in plan.not_enforced:
+            parts = parts_of(clause.clause)
+            out.append(Problem(
+                file=plan.file, line=document.line_of(parts) if document else None,
+                path=named_path(document.data, parts) if document else clause.clause,
+                message=f"not enforced ({clause.code}): {clause.reason}",
+                severity=ProblemSeverity.WARNING, reach=Reach.CLAUSE))
+    return out
+
