@@ -210,10 +210,14 @@ def cmd_report(args: argparse.Namespace) -> int:
         say(f"dq-contracts report: DAGSTER_HOME={os.environ['DAGSTER_HOME']} is not a folder; point it at "
               "the Dagster instance folder to read", file=sys.stderr)
         return 1
-    from dq_contracts.dagster_defs.report import report_from_instance, report_text  # imports Dagster: only here
+    from dq_contracts.dagster_defs.report import InstanceUnreadable, report_from_instance, report_text  # Dagster
 
     loaded = load_contracts(args.paths)
-    report = report_from_instance(loaded.usable_plans)
+    try:
+        report = report_from_instance(loaded.usable_plans)
+    except InstanceUnreadable as exc:
+        say(f"dq-contracts report: {exc}", file=sys.stderr)
+        return 1
     if args.format == "json":
         say(json.dumps(report, indent=2))
     else:

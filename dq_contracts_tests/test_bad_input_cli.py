@@ -271,3 +271,19 @@ def test_validate_says_every_clause_that_will_not_run(tmp_path, text, path, said
     assert "1 valid, 0 error(s), 1 warning(s)" in plain.stdout, plain.stdout
     strict = run_validate(tmp_path, ["c.odcs.yaml", "--strict"])
     assert strict.returncode == 1 and "1 error(s), 0 warning(s)" in strict.stdout, strict.stdout
+
+
+def test_report_on_a_production_home_without_its_variables_says_which(tmp_path):
+    """The production dagster.yaml reads PostgreSQL's settings from the environment: without them,
+    `report` names the variables in one sentence and exits 1, with no traceback."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text((REPO / "deploy" / "dagster.yaml").read_text())
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DAGSTER_")}
+    env.update(DAGSTER_HOME=str(home), PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])))
+    proc = subprocess.run([sys.executable, "-m", "dq_contracts.cli", "report", str(REPO / "contracts")], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, env=env, check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
+    assert proc.stderr.startswith("dq-contracts report: ") and "DAGSTER_PG_PASSWORD" in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
