@@ -93,7 +93,7 @@ NEW_CASES: dict[str, Case] = {
     "top-level scalar": Case({"scalar.odcs.yaml": "just a sentence\n"}, ("a mapping of keys", "holds text")),
     "kind not DataContract named explicitly": Case(
         {"product.yaml": good().replace("kind: DataContract", "kind: DataProduct")},
-        ('kind: "DataProduct" is not one of "DataContract"',)),
+        ('kind: "DataProduct" is not one of DataContract',)),
     "schema is a mapping": Case({"schemamap.odcs.yaml": HEAD + "schema:\n  t:\n    properties: []\n"},
                                 ("schema: ", 'is not of type "array"')),
     "properties are strings": Case({"props.odcs.yaml": HEAD + "schema:\n  - name: t\n    properties: [a, b]\n"},
@@ -106,7 +106,7 @@ NEW_CASES: dict[str, Case] = {
         ("schema.t.properties.a.quality[0]:", "does not match any of the forms")),
     "unknown operator": Case(
         {"wrongop.odcs.yaml": QUALITY + "          - metric: nullValues\n            mustBeEqualTo: 0\n"},
-        ("schema.t.properties.a.quality[0]:", "needs exactly one operator")),
+        ("schema.t.properties.a.quality[0].mustBeEqualTo:", "unexpected key", "did you mean")),
     "unknown logicalType": Case({"lt.odcs.yaml": good().replace("logicalType: string", "logicalType: varchar")},
                                 ('schema.t.properties.a.logicalType: "varchar" is not one of',)),
     "options without logicalType": Case(
@@ -287,3 +287,34 @@ def test_report_on_a_production_home_without_its_variables_says_which(tmp_path):
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
     assert proc.stderr.startswith("dq-contracts report: ") and "DAGSTER_PG_PASSWORD" in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+# (a typo, where it is) → exactly one error, at the typo, naming what was meant: the schema validator's
+# cascade (a valid `metric` called "unexpected" beside a misspelt operator) is reduced to its cause
+TYPOS = {
+    "an operator": (QUALITY + "          - metric: nullValues\n            mustBeGreaterThen: 0\n",
+                    "schema.t.properties.a.quality[0].mustBeGreaterThen", "did you mean 'mustBeGreaterThan'?"),
+    "a server type": (good() + "servers:\n  - server: s\n    type: lokal\n    format: csv\n    path: x.csv\n",
+                      "servers[0].type", "did you mean 'local'?"),
+    "a property key": (good() + "        requird: true\n", "schema.t.properties.a.requird", "did you mean 'required'?"),
+    "a logicalType": (good().replace("logicalType: string", "logicalType: strng"),
+                      "schema.t.properties.a.logicalType", "did you mean 'string'?"),
+    "a top-level key": (good().replace("status: active", "status: active\ndescripton: {purpose: x}"),
+                        "descripton", "did you mean 'description'?"),
+}
+
+
+@pytest.mark.parametrize("text,path,hint", list(TYPOS.values()), ids=list(TYPOS))
+def test_a_typo_is_one_error_that_says_what_was_meant(tmp_path, text, path, hint):
+    (tmp_path / "c.odcs.yaml").write_text(text)
+    proc = run_validate(tmp_path, ["c.odcs.yaml"])
+    errors = [line for line in proc.stdout.splitlines() if line.startswith("c.odcs.yaml:") and ": warning: " not in line]
+    assert proc.returncode == 1 and len(errors) == 1, proc.stdout
+    assert f": {path}: " in errors[0] and hint in errors[0], errors[0]
+
+
+def test_an_enum_error_lists_every_valid_value(tmp_path):
+    (tmp_path / "c.odcs.yaml").write_text(good() + "servers:\n  - server: s\n    type: lokal\n")
+    proc = run_validate(tmp_path, ["c.odcs.yaml"])
+    line = next(ln for ln in proc.stdout.splitlines() if "servers[0].type" in ln)
+    assert "other candidates" not in line and all(t in line for t in ("api", "duckdb", "postgres", "local", "sqlserver"))

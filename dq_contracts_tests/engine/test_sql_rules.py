@@ -165,11 +165,6 @@ ATTACKS = [
      "by its identifier|oidvectortypes"),
     ("a text-search parser by name", "SELECT COUNT(*) FROM {object} WHERE (SELECT COUNT(*) FROM (SELECT "
      "ts_token_type('default') AS t) x) > 0", "parser or configuration|ts_token_type"),
-    # samples: a result that changes from run to run
-    ("USING SAMPLE", "SELECT COUNT(*) FROM {object} USING SAMPLE 10%", "samples rows|does not parse"),
-    ("TABLESAMPLE", "SELECT COUNT(*) FROM {object} TABLESAMPLE BERNOULLI (10)", "samples rows"),
-    ("a sample in a subquery", "SELECT COUNT(*) FROM (SELECT id FROM {object} TABLESAMPLE SYSTEM (50)) s",
-     "samples rows"),
 ]
 
 ACCEPTED = [
