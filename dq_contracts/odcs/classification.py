@@ -53,8 +53,8 @@ def _same_files(ours: tuple[tuple[str, frozenset[str]], ...], theirs: tuple[tupl
     """Whether two objects' globs may read one file: a path both globs match, in lower case (so a
     case-insensitive file system is covered too; on Linux `A.csv` and `a.csv` then share too), or a
     file both expand to now (a symlinked folder reaches one file by two paths)."""
-    return any(_meet(_segments(a.lower()), _segments(b.lower()), "**", _segment_meets) or (files & others)
-               for a, files in ours for b, others in theirs)
+    return any(_meet(_segments(a.lower()), _segments(b.lower()), "**", _segment_meets, [_MAX_STATES])
+               or (files & others) for a, files in ours for b, others in theirs)
 
 
 def _segments(pattern: str) -> tuple[str, ...]:
@@ -62,9 +62,9 @@ def _segments(pattern: str) -> tuple[str, ...]:
     return tuple(s for s in pattern.split("/") if s not in ("", "."))
 
 
-def _segment_meets(a: str, b: str) -> bool:
+def _segment_meets(a: str, b: str, budget: list[int]) -> bool:
     """Whether two one-segment globs (fnmatch's, as Python's glob reads a segment) match one name."""
-    return _meet(_tokens(a), _tokens(b), "*", _char_meets)
+    return _meet(_tokens(a), _tokens(b), "*", _char_meets, budget)
 
 
 def _tokens(segment: str) -> tuple[str, ...]:
@@ -72,7 +72,7 @@ def _tokens(segment: str) -> tuple[str, ...]:
     return tuple(re.findall(r"\*|\?|\[!?\]?[^\]]*\]|.", re.sub(r"\*+", "*", segment)))
 
 
-def _char_meets(a: str, b: str) -> bool:
+def _char_meets(a: str, b: str, budget: list[int]) -> bool:
     """Whether two one-character tokens accept a common character (two sets are taken to)."""
     if len(a) > 1 and len(b) > 1:
         return True
@@ -80,10 +80,13 @@ def _char_meets(a: str, b: str) -> bool:
     return "?" in (char, other) or char == other or (len(other) > 1 and fnmatch.fnmatchcase(char, other))
 
 
-_MAX_STATES = 200_000  # past this many, two globs are taken to meet (erring on the side of one file)
+# past this many steps over both levels, two globs are taken to meet (erring on the side of one file):
+# a hostile glob costs at most this much per pair
+_MAX_STATES = 200_000
 
 
-def _meet(a: tuple[str, ...], b: tuple[str, ...], star: str, meets: Callable[[str, str], bool]) -> bool:
+def _meet(a: tuple[str, ...], b: tuple[str, ...], star: str, meets: Callable[[str, str, list[int]], bool],
+          budget: list[int]) -> bool:
     """Whether two sequences of glob tokens match a common sequence: a walk over both at once (the
     product of their automata), `star` standing for any number of the other side's tokens: `**` in
     a path (Python's recursive glob: zero or more folders), `*` in a name."""
@@ -92,14 +95,15 @@ def _meet(a: tuple[str, ...], b: tuple[str, ...], star: str, meets: Callable[[st
         i, j = todo.pop()
         if (i, j) == (len(a), len(b)):
             return True
-        if len(seen) > _MAX_STATES:
+        budget[0] -= 1
+        if budget[0] < 0:
             return True
         steps = []
         if i < len(a) and a[i] == star:
             steps += [(i + 1, j)] + ([(i, j + 1)] if j < len(b) else [])
         if j < len(b) and b[j] == star:
             steps += [(i, j + 1)] + ([(i + 1, j)] if i < len(a) else [])
-        if i < len(a) and j < len(b) and star not in (a[i], b[j]) and meets(a[i], b[j]):
+        if i < len(a) and j < len(b) and star not in (a[i], b[j]) and meets(a[i], b[j], budget):
             steps.append((i + 1, j + 1))
         for step in steps:
             if step not in seen:

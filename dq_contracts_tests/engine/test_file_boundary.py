@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -110,6 +111,17 @@ def test_two_globs_share_classification_when_a_path_may_match_both(ours, theirs,
 
     assert _same_files(((ours, frozenset()),), ((theirs, frozenset()),)) is shared
     assert _same_files(((theirs, frozenset()),), ((ours, frozenset()),)) is shared
+
+
+def test_a_glob_built_to_be_slow_to_compare_shares_at_a_bounded_cost():
+    from dq_contracts.odcs.classification import _same_files
+
+    def glob(n):  # forty folders of 240-character names of `*` and `?`: billions of steps unbounded
+        return "/p/**/" + "/".join("*a?" * 80 + str(n + k) for k in range(40)) + "/x.csv"
+
+    started = time.monotonic()
+    assert _same_files(((glob(0), frozenset()),), ((glob(100), frozenset()),))  # erring towards one file
+    assert time.monotonic() - started < 5
 
 
 # (attack, the file, its contents, the server's path, refused when it loads): the project's own
