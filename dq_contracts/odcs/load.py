@@ -16,7 +16,7 @@ from typing import Callable, Iterable, Mapping
 
 from dq_contracts.odcs.compiler import compile_contract, outline_contract
 from dq_contracts.odcs.folder import FolderIndex
-from dq_contracts.odcs.names import INVALID_ASSET_PREFIX, definition_names, fixed_name_taken, name_refusal, short_prefixes, contested_prefixes
+from dq_contracts.odcs.names import INVALID_ASSET_PREFIX, definition_names, fixed_name_taken, name_refusal, short_prefixes, contested_prefixes, distinct_transliterated_keys
 from dq_contracts.odcs.servers import checkable
 from dq_contracts.odcs.classification import share_classification
 from dq_contracts.odcs.declaration import root_of_loaded, server_name, server_refusals
@@ -147,7 +147,8 @@ def _load_contracts(paths: Iterable[str | os.PathLike[str]], server: str | None,
         plan = dataclasses.replace(plan, root=_root_of(plan.file, roots))
         result.problems.extend(found)
         compiled.append((plan, document))
-    compiled = list(zip(share_classification([p for p, _ in compiled]), (d for _, d in compiled)))
+    compiled = list(zip(share_classification(distinct_transliterated_keys([p for p, _ in compiled])),
+                        (d for _, d in compiled)))
     result.problems.extend(_classified_partitions(compiled))
 
     result.prefixes = short_prefixes(plan for plan, _ in compiled)
