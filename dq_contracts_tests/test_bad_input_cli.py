@@ -252,7 +252,11 @@ def test_a_folder_without_contracts_is_an_error(tmp_path, command, files):
 # (a clause that loads but cannot run) → the warning `validate` prints at its line, and `--strict` fails on it
 NOT_ENFORCED = {
     "a typo in an SLA unit": (sla("property: latency\nvalue: 2\nunit: hors\nelement: t.a"), "slaProperties[0]",
-                              "not enforced"),
+                              "not enforced (unknown_unit): the unit is not a time unit this tool knows: 'hors' "
+                              "(did you mean 'hours'?)"),
+    "a typo in a format": (good().replace("        logicalType: string",
+                                          "        logicalType: string\n        logicalTypeOptions: {format: emial}"),
+                           "schema.t.properties.a.logicalTypeOptions.format", "(did you mean 'email'?)"),
     "an unknown format": (good().replace("        logicalType: string",
                                          "        logicalType: string\n        logicalTypeOptions: {format: colour}"),
                           "schema.t.properties.a.logicalTypeOptions.format", "not enforced (unknown_format)"),

@@ -15,7 +15,6 @@ Two things make one schema answer for every v3 version:
 from __future__ import annotations
 
 import copy
-import difflib
 import json
 import re
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from typing import Any, Callable, Iterator
 
 import jsonschema_rs
 
+from dq_contracts.odcs.spelling import did_you_mean
 from dq_contracts.odcs.loader import LoadedDocument
 from dq_contracts.odcs.normalise import OPERATORS, Rewrite, all_properties, normalise, quality_items
 from dq_contracts.odcs.paths import Parts, named_path
@@ -200,10 +200,6 @@ def vocabulary() -> frozenset[str]:
     return frozenset(found)
 
 
-def did_you_mean(word: str, candidates: Any) -> str:
-    """` (did you mean 'x'?)` for the closest candidate, or "" when none is close."""
-    close = difflib.get_close_matches(str(word), [str(c) for c in candidates], n=1, cutoff=0.75)
-    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def _plain(error: Any) -> list[tuple[list[str | int], str]]:

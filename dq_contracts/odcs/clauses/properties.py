@@ -8,6 +8,7 @@ from typing import Callable
 
 from dq_contracts.odcs.clauses.context import Clause, Outcome
 from dq_contracts.odcs.clauses.vocabulary import FORMAT_PATTERNS
+from dq_contracts.odcs.spelling import did_you_mean
 from dq_contracts.odcs.names import dagster_name, snake
 from dq_contracts.odcs.plans import NotEnforced
 
@@ -77,7 +78,8 @@ def _format(c: Clause) -> Outcome:
     logical = c.prop.get("logicalType") if c.prop else None
     pattern = FORMAT_PATTERNS.get(str(c.value).lower()) if logical in (None, "string") else None
     if pattern is None:
-        return c.skip("unknown_format", f"{c.value!r} ({logical or 'untyped'})")
+        return c.skip("unknown_format", f"{c.value!r} ({logical or 'untyped'})"
+                      + (did_you_mean(str(c.value).lower(), FORMAT_PATTERNS) if logical in (None, "string") else ""))
     return c.check("pattern", "format", f"{c.where()} format {c.value}: every non-NULL value is one",
                    params={"pattern": pattern, "format": str(c.value)})
 

@@ -7,6 +7,7 @@ import re
 from dq_contracts.odcs.clauses.nested import declared_shape
 from dq_contracts.odcs.clauses.context import Clause, Outcome
 from dq_contracts.odcs.clauses.vocabulary import AMBIGUOUS_UNITS, NOT_TEMPORAL, SLA_REASONS, TIME_UNITS, Reason
+from dq_contracts.odcs.spelling import did_you_mean
 from dq_contracts.odcs.plans import Condition, NotEnforced
 
 
@@ -34,7 +35,7 @@ def _latency(c: Clause) -> Outcome:
                            "this latency is not enforced", "warning")
         return c.skip("ambiguous_unit", f"{unit_text!r}: {AMBIGUOUS_UNITS[unit]}")
     if unit not in TIME_UNITS:
-        return c.skip("unknown_unit", repr(unit_text))
+        return c.skip("unknown_unit", repr(unit_text) + did_you_mean(unit, TIME_UNITS))
     value = sla.get("value")
     if isinstance(value, str):
         try:
