@@ -182,9 +182,13 @@ ATTACKS = [
     # text that grows by a factor the query sets (judged here; never run on the code before the fix)
     ("nested replace", f"SELECT COUNT(*) FROM {{object}} WHERE length({NESTED_REPLACE}) > 0", "grow text"),
     ("regexp_replace chained through a CTE", "WITH a AS (SELECT regexp_replace(region, '', 'xx', 'g') AS v FROM "
-     "{object}) SELECT COUNT(*) FROM a WHERE length(regexp_replace(a.v, '', 'yy', 'g')) > 0", "grow text"),
+     "{object}) SELECT COUNT(*) FROM a WHERE length(regexp_replace(a.v, '', 'yy', 'g')) > 0", "grow text|output of a cte"),
     ("replace inserting a column", "SELECT COUNT(*) FROM {object} WHERE length(replace(region, 'e', region)) > 0",
      "not a string literal"),
+    ("|| doubling per lambda step", "SELECT COUNT(*) FROM {object} WHERE length(list_reduce(['x', 'x', 'x'], "
+     "(a, b) -> a || a)) > 0", "in a lambda|list_reduce"),
+    ("|| doubling per CTE", "WITH a AS (SELECT region || region AS v FROM {object}), b AS (SELECT a.v || a.v AS v "
+     "FROM a) SELECT COUNT(*) FROM b WHERE length(b.v) > 0", "output of a cte"),
     # samples: a result that changes from run to run
     ("USING SAMPLE", "SELECT COUNT(*) FROM {object} USING SAMPLE 10%", "samples rows|does not parse"),
     ("TABLESAMPLE", "SELECT COUNT(*) FROM {object} TABLESAMPLE BERNOULLI (10)", "samples rows"),
