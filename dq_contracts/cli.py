@@ -8,7 +8,8 @@ import sys
 from typing import Sequence
 
 from dq_contracts.odcs.names import schedule_name
-from dq_contracts.odcs.load import LoadResult, load_contracts
+from dq_contracts.odcs.load import LoadResult, load_contracts, not_enforced_problems
+from dq_contracts.odcs.problems import errors_of
 from dq_contracts.odcs.plans import ContractPlan, Severity
 from dq_contracts.odcs.servers import servers_handling
 from dq_contracts.odcs.visible import visible
@@ -25,6 +26,18 @@ def _print_problems(result: LoadResult, stream) -> None:
         say(problem.render(), file=stream)
 
 
+def _nothing_read(result: LoadResult, command: str, paths: Sequence[str]) -> bool:
+    """True, having said so, when the paths held no contract file: a CI gate over an empty or
+    misnamed folder must not pass by checking nothing."""
+    if result.files_read:
+        return False
+    from dq_contracts.odcs.loader import CONTRACT_SUFFIXES
+
+    say(f"dq-contracts {command}: no contract file ({', '.join('*' + s for s in CONTRACT_SUFFIXES)}) in "
+        f"{', '.join(map(str, paths))}", file=sys.stderr)
+    return True
+
+
 def _dagster_cron_rule(cron: str) -> str | None:
     """Dagster's own cron rule (the Dagster layer's), imported only once a contract has a cron:
     importing Dagster takes seconds, which a folder without crons need not pay."""
@@ -37,9 +50,16 @@ def _dagster_cron_rule(cron: str) -> str | None:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     result = load_contracts(args.paths, cron_rule=_dagster_cron_rule)
-    _print_problems(result, sys.stdout)
-    errors = len(result.errors)
-    warnings = len(result.problems) - errors
+    if _nothing_read(result, "validate", args.paths):
+        return 1
+    # every clause that will not run is said, where it is written: a silent drop is the worst outcome
+    shown = sorted([*result.problems, *not_enforced_problems(result)], key=lambda p: (p.file, p.line or 0))
+    for problem in shown:
+        say(problem.render())
+    errors = len(errors_of(shown))
+    warnings = len(shown) - errors
+    if args.strict:  # a CI gate that requires every clause to be enforced
+        errors, warnings = errors + warnings, 0
     failed_files = {p.file for p in result.errors}
     contracts = sum(1 for plan in result.plans if plan.file not in failed_files)
     summary = (f"read {result.files_read} contract file(s): {contracts} valid, "
@@ -85,6 +105,8 @@ def _plan_text(plan: ContractPlan, prefix: str) -> str:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     result = load_contracts(args.paths)
+    if _nothing_read(result, "plan", args.paths):
+        return 1
     if args.format == "json":
         payload = {
             "contracts": [p.to_json() for p in result.plans],
@@ -117,6 +139,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     from dq_contracts.odcs.partitions import PartitionKeyError
 
     loaded = load_contracts(args.paths, server=args.server)
+    if _nothing_read(loaded, "check", args.paths):
+        return 1
     results = []
     # with --partition, the partitioned objects are checked for that key; a key that names no
     # partition of one of them is an error before anything runs
@@ -186,16 +210,23 @@ def cmd_report(args: argparse.Namespace) -> int:
         say(f"dq-contracts report: DAGSTER_HOME={os.environ['DAGSTER_HOME']} is not a folder; point it at "
               "the Dagster instance folder to read", file=sys.stderr)
         return 1
-    from dq_contracts.dagster_defs.report import report_from_instance, report_text  # imports Dagster: only here
+    from dq_contracts.dagster_defs.report import InstanceUnreadable, report_from_instance, report_text  # Dagster
 
     loaded = load_contracts(args.paths)
-    report = report_from_instance(loaded.usable_plans)
+    try:
+        report = report_from_instance(loaded.usable_plans)
+    except InstanceUnreadable as exc:
+        say(f"dq-contracts report: {exc}", file=sys.stderr)
+        return 1
     if args.format == "json":
         say(json.dumps(report, indent=2))
     else:
         say(report_text(report))
         _print_problems(loaded, sys.stdout)
-    return 1 if loaded.errors else 0
+    # a CI gate over the instance's history: an ERROR clause whose latest status is fail or error fails it
+    broken = any(c["severity"] == Severity.ERROR and c["status"] in ("fail", "error")
+                 for contract in report["contracts"] for asset in contract["assets"] for c in asset["clauses"])
+    return 1 if loaded.errors or broken else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -204,6 +235,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     validate = commands.add_parser("validate", help="report every problem in the contracts")
     validate.add_argument("paths", nargs="+", help="contract files or folders (searched recursively)")
+    validate.add_argument("--strict", action="store_true",
+                          help="warnings are errors: every clause must be enforced (for CI)")
     validate.set_defaults(run=cmd_validate)
 
     plan = commands.add_parser("plan", help="show the checks, freshness, schedules and not-enforced clauses")

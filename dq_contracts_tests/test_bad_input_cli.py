@@ -93,7 +93,7 @@ NEW_CASES: dict[str, Case] = {
     "top-level scalar": Case({"scalar.odcs.yaml": "just a sentence\n"}, ("a mapping of keys", "holds text")),
     "kind not DataContract named explicitly": Case(
         {"product.yaml": good().replace("kind: DataContract", "kind: DataProduct")},
-        ('kind: "DataProduct" is not one of "DataContract"',)),
+        ('kind: "DataProduct" is not one of DataContract',)),
     "schema is a mapping": Case({"schemamap.odcs.yaml": HEAD + "schema:\n  t:\n    properties: []\n"},
                                 ("schema: ", 'is not of type "array"')),
     "properties are strings": Case({"props.odcs.yaml": HEAD + "schema:\n  - name: t\n    properties: [a, b]\n"},
@@ -106,7 +106,7 @@ NEW_CASES: dict[str, Case] = {
         ("schema.t.properties.a.quality[0]:", "does not match any of the forms")),
     "unknown operator": Case(
         {"wrongop.odcs.yaml": QUALITY + "          - metric: nullValues\n            mustBeEqualTo: 0\n"},
-        ("schema.t.properties.a.quality[0]:", "needs exactly one operator")),
+        ("schema.t.properties.a.quality[0].mustBeEqualTo:", "unexpected key", "did you mean")),
     "unknown logicalType": Case({"lt.odcs.yaml": good().replace("logicalType: string", "logicalType: varchar")},
                                 ('schema.t.properties.a.logicalType: "varchar" is not one of',)),
     "options without logicalType": Case(
@@ -223,3 +223,98 @@ def test_validate_refuses_bad_input(tmp_path, case):
 
 def test_there_are_at_least_30_cases():
     assert len(CASES) >= 30 and len(NEW_CASES) >= 14
+
+
+# (what the command is given) → every command says no contract was there, and exits 1: a CI gate over an
+# empty or misnamed folder must not pass by checking nothing
+NOTHING_TO_READ = {
+    "an empty folder": {},
+    "a folder of YAML not named *.odcs.yaml": {"orders.yaml": "apiVersion: v3.1.0\n"},
+    "a hidden contract only": {".hidden.odcs.yaml": "apiVersion: v3.1.0\n"},
+}
+
+
+@pytest.mark.parametrize("command", ["validate", "plan", "check"])
+@pytest.mark.parametrize("files", list(NOTHING_TO_READ.values()), ids=list(NOTHING_TO_READ))
+def test_a_folder_without_contracts_is_an_error(tmp_path, command, files):
+    folder = tmp_path / "contracts"
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run([sys.executable, "-m", "dq_contracts.cli", command, "contracts"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, env=env, check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"dq-contracts {command}: no contract file (*.odcs.yaml" in proc.stderr and "contracts" in proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+
+
+# (a clause that loads but cannot run) → the warning `validate` prints at its line, and `--strict` fails on it
+NOT_ENFORCED = {
+    "a typo in an SLA unit": (sla("property: latency\nvalue: 2\nunit: hors\nelement: t.a"), "slaProperties[0]",
+                              "not enforced"),
+    "an unknown format": (good().replace("        logicalType: string",
+                                         "        logicalType: string\n        logicalTypeOptions: {format: colour}"),
+                          "schema.t.properties.a.logicalTypeOptions.format", "not enforced (unknown_format)"),
+    "a text rule": (QUALITY + "          - type: text\n            description: be nice\n",
+                    "schema.t.properties.a.quality[0]", "not enforced (prose)"),
+}
+
+
+@pytest.mark.parametrize("text,path,said", list(NOT_ENFORCED.values()), ids=list(NOT_ENFORCED))
+def test_validate_says_every_clause_that_will_not_run(tmp_path, text, path, said):
+    (tmp_path / "c.odcs.yaml").write_text(text)
+    plain = run_validate(tmp_path, ["c.odcs.yaml"])
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    line = next((ln for ln in plain.stdout.splitlines() if f": warning: {path}: " in ln), None)
+    assert line is not None and said in line and line.startswith("c.odcs.yaml:"), plain.stdout
+    assert "1 valid, 0 error(s), 1 warning(s)" in plain.stdout, plain.stdout
+    strict = run_validate(tmp_path, ["c.odcs.yaml", "--strict"])
+    assert strict.returncode == 1 and "1 error(s), 0 warning(s)" in strict.stdout, strict.stdout
+
+
+def test_report_on_a_production_home_without_its_variables_says_which(tmp_path):
+    """The production dagster.yaml reads PostgreSQL's settings from the environment: without them,
+    `report` names the variables in one sentence and exits 1, with no traceback."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text((REPO / "deploy" / "dagster.yaml").read_text())
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DAGSTER_")}
+    env.update(DAGSTER_HOME=str(home), PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])))
+    proc = subprocess.run([sys.executable, "-m", "dq_contracts.cli", "report", str(REPO / "contracts")], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, env=env, check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
+    assert proc.stderr.startswith("dq-contracts report: ") and "DAGSTER_PG_PASSWORD" in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+# (a typo, where it is) → exactly one error, at the typo, naming what was meant: the schema validator's
+# cascade (a valid `metric` called "unexpected" beside a misspelt operator) is reduced to its cause
+TYPOS = {
+    "an operator": (QUALITY + "          - metric: nullValues\n            mustBeGreaterThen: 0\n",
+                    "schema.t.properties.a.quality[0].mustBeGreaterThen", "did you mean 'mustBeGreaterThan'?"),
+    "a server type": (good() + "servers:\n  - server: s\n    type: lokal\n    format: csv\n    path: x.csv\n",
+                      "servers[0].type", "did you mean 'local'?"),
+    "a property key": (good() + "        requird: true\n", "schema.t.properties.a.requird", "did you mean 'required'?"),
+    "a logicalType": (good().replace("logicalType: string", "logicalType: strng"),
+                      "schema.t.properties.a.logicalType", "did you mean 'string'?"),
+    "a top-level key": (good().replace("status: active", "status: active\ndescripton: {purpose: x}"),
+                        "descripton", "did you mean 'description'?"),
+}
+
+
+@pytest.mark.parametrize("text,path,hint", list(TYPOS.values()), ids=list(TYPOS))
+def test_a_typo_is_one_error_that_says_what_was_meant(tmp_path, text, path, hint):
+    (tmp_path / "c.odcs.yaml").write_text(text)
+    proc = run_validate(tmp_path, ["c.odcs.yaml"])
+    errors = [line for line in proc.stdout.splitlines() if line.startswith("c.odcs.yaml:") and ": warning: " not in line]
+    assert proc.returncode == 1 and len(errors) == 1, proc.stdout
+    assert f": {path}: " in errors[0] and hint in errors[0], errors[0]
+
+
+def test_an_enum_error_lists_every_valid_value(tmp_path):
+    (tmp_path / "c.odcs.yaml").write_text(good() + "servers:\n  - server: s\n    type: lokal\n")
+    proc = run_validate(tmp_path, ["c.odcs.yaml"])
+    line = next(ln for ln in proc.stdout.splitlines() if "servers[0].type" in ln)
+    assert "other candidates" not in line and all(t in line for t in ("api", "duckdb", "postgres", "local", "sqlserver"))

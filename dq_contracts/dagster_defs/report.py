@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
+import re
 from typing import Any
 
 import dagster as dg
@@ -88,13 +90,33 @@ class _NoMissingConfigWarning(logging.Filter):
         return not record.getMessage().startswith("No dagster instance configuration file")
 
 
+class InstanceUnreadable(Exception):
+    """The instance at DAGSTER_HOME cannot be opened as its dagster.yaml says (a variable it names is
+    not set, its settings are wrong): said in one sentence, not Dagster's stack of config errors."""
+
+
+def _unreadable(exc: Exception) -> InstanceUnreadable:
+    missing = sorted(set(re.findall(r'environment variable "(\w+)" which is not set', str(exc))))
+    home = os.environ.get("DAGSTER_HOME", "")
+    if missing:
+        return InstanceUnreadable(f"the Dagster instance at DAGSTER_HOME={home} reads {', '.join(missing)} from the "
+                                  "environment (its dagster.yaml), and they are not set; set them as the webserver "
+                                  "and daemon have them (README, Production)")
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return InstanceUnreadable(f"the Dagster instance at DAGSTER_HOME={home} cannot be opened: {first}")
+
+
 def report_from_instance(plans: list[ContractPlan]) -> dict[str, Any]:
     """The report from the instance DAGSTER_HOME points at."""
     quiet = _NoMissingConfigWarning()
     logger = logging.getLogger("dagster")
     logger.addFilter(quiet)
     try:
-        with dg.DagsterInstance.get() as instance:
+        try:
+            instance = dg.DagsterInstance.get()
+        except (dg.DagsterInvalidConfigError, dg.DagsterError) as exc:
+            raise _unreadable(exc) from None
+        with instance:
             return build_report(plans, instance)
     finally:
         logger.removeFilter(quiet)

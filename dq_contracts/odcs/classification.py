@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import fnmatch
+import glob as globbing
+import os
+import re
 from dataclasses import replace
 from typing import Callable
 
-from dq_contracts.odcs.declaration import Files, is_remote, local_path, resolved
+from dq_contracts.odcs.declaration import Files, inside, is_remote, local_path, resolved
 from dq_contracts.odcs.plans import CheckPlan, ContractPlan, ObjectPlan
 from dq_contracts.odcs.servers import is_file_server
 
@@ -26,21 +29,87 @@ _ANY_SERVER = ((), None, str.lower)
 
 
 def _file_patterns(plan: ContractPlan, physical_name: str) -> tuple[str, ...]:
-    """What an object of a file server reads, as resolved globs in lower case, on every file server
-    of its contract: a file is the table there, and its physicalName (`./people`, `sub/../people`,
-    any name on a server whose path names the file) need not say which."""
+    """What an object of a file server reads, as resolved globs, on every file server of its
+    contract: a file is the table there, and its physicalName (`./people`, `sub/../people`, any name
+    on a server whose path names the file) need not say which."""
     found = []
     for server in plan.servers:
         if is_file_server(dict(server)):
             pattern = Files(str(server.get("format")), str(server["path"])).pattern_of(physical_name)
-            found.append((pattern if is_remote(pattern) else resolved(local_path(pattern, plan.folder))).lower())
+            found.append(pattern if is_remote(pattern) else resolved(local_path(pattern, plan.folder)))
     return tuple(found)
 
 
-def _same_files(ours: tuple[str, ...], theirs: tuple[str, ...]) -> bool:
-    """Whether two objects' globs may read one file: equal, or one matching the other (fnmatch's `*`
-    spans folders too, so this errs on the side of one file)."""
-    return any(a == b or fnmatch.fnmatchcase(a, b) or fnmatch.fnmatchcase(b, a) for a in ours for b in theirs)
+def _files_now(plan: ContractPlan, pattern: str) -> frozenset[str]:
+    """The real paths a local glob matches now, as the reader expands it; only inside the folder
+    that holds the contract's folder (the default root), so that no glob walks the whole disk."""
+    top = os.path.dirname(os.path.realpath(plan.folder)) if plan.folder else None
+    if is_remote(pattern) or not top or not inside(pattern, (top,)):
+        return frozenset()
+    return frozenset(os.path.realpath(m) for m in globbing.glob(pattern, recursive=True))
+
+
+def _same_files(ours: tuple[tuple[str, frozenset[str]], ...], theirs: tuple[tuple[str, frozenset[str]], ...]) -> bool:
+    """Whether two objects' globs may read one file: a path both globs match, in lower case (so a
+    case-insensitive file system is covered too; on Linux `A.csv` and `a.csv` then share too), or a
+    file both expand to now (a symlinked folder reaches one file by two paths)."""
+    return any(_meet(_segments(a.lower()), _segments(b.lower()), "**", _segment_meets, [_MAX_STATES])
+               or (files & others) for a, files in ours for b, others in theirs)
+
+
+def _segments(pattern: str) -> tuple[str, ...]:
+    # `.` and empty segments name no folder (`a/./b`, `a//b`); `..` after a glob is refused at load
+    return tuple(s for s in pattern.split("/") if s not in ("", "."))
+
+
+def _segment_meets(a: str, b: str, budget: list[int]) -> bool:
+    """Whether two one-segment globs (fnmatch's, as Python's glob reads a segment) match one name."""
+    return _meet(_tokens(a), _tokens(b), "*", _char_meets, budget)
+
+
+def _tokens(segment: str) -> tuple[str, ...]:
+    """A segment's glob as tokens: `*`, `?`, a `[...]` set, or one literal character."""
+    return tuple(re.findall(r"\*|\?|\[!?\]?[^\]]*\]|.", re.sub(r"\*+", "*", segment)))
+
+
+def _char_meets(a: str, b: str, budget: list[int]) -> bool:
+    """Whether two one-character tokens accept a common character (two sets are taken to)."""
+    if len(a) > 1 and len(b) > 1:
+        return True
+    char, other = (a, b) if len(a) == 1 else (b, a)
+    return "?" in (char, other) or char == other or (len(other) > 1 and fnmatch.fnmatchcase(char, other))
+
+
+# past this many steps over both levels, two globs are taken to meet (erring on the side of one file):
+# a hostile glob costs at most this much per pair
+_MAX_STATES = 200_000
+
+
+def _meet(a: tuple[str, ...], b: tuple[str, ...], star: str, meets: Callable[[str, str, list[int]], bool],
+          budget: list[int]) -> bool:
+    """Whether two sequences of glob tokens match a common sequence: a walk over both at once (the
+    product of their automata), `star` standing for any number of the other side's tokens: `**` in
+    a path (Python's recursive glob: zero or more folders), `*` in a name."""
+    seen, todo = {(0, 0)}, [(0, 0)]
+    while todo:
+        i, j = todo.pop()
+        if (i, j) == (len(a), len(b)):
+            return True
+        budget[0] -= 1
+        if budget[0] < 0:
+            return True
+        steps = []
+        if i < len(a) and a[i] == star:
+            steps += [(i + 1, j)] + ([(i, j + 1)] if j < len(b) else [])
+        if j < len(b) and b[j] == star:
+            steps += [(i, j + 1)] + ([(i + 1, j)] if i < len(a) else [])
+        if i < len(a) and j < len(b) and star not in (a[i], b[j]) and meets(a[i], b[j], budget):
+            steps.append((i + 1, j + 1))
+        for step in steps:
+            if step not in seen:
+                seen.add(step)
+                todo.append(step)
+    return False
 
 
 def share_classification(plans: list[ContractPlan]) -> list[ContractPlan]:
@@ -52,7 +121,18 @@ def share_classification(plans: list[ContractPlan]) -> list[ContractPlan]:
     over the contracts loaded together: a file checked alone knows only its own classifications."""
     servers = {id(plan): [_ANY_SERVER] for plan in plans}
     by_table: dict[tuple, dict[str, tuple[str, str]]] = {}  # table -> folded column -> (classification, file)
-    by_files: list[tuple[tuple[str, ...], dict[str, tuple[str, str]]]] = []  # classified file objects
+    by_files: list[tuple[tuple, dict[str, tuple[str, str]]]] = []  # classified file objects
+    expanded: dict[tuple[str, str], frozenset[str]] = {}  # each glob expanded once per load
+
+    def reads(plan: ContractPlan, physical_name: str) -> tuple[tuple[str, frozenset[str]], ...]:
+        """Each glob the object reads, with the files it matches now."""
+        out = []
+        for pattern in _file_patterns(plan, physical_name):
+            key = (plan.folder or "", pattern)
+            if key not in expanded:
+                expanded[key] = _files_now(plan, pattern)
+            out.append((pattern, expanded[key]))
+        return tuple(out)
     for plan in plans:
         for server in servers[id(plan)]:
             for obj in plan.objects:
@@ -61,7 +141,7 @@ def share_classification(plans: list[ContractPlan]) -> list[ContractPlan]:
                               for c in obj.columns if c.classified and not c.classified_by}
                 for column, source in classified.items():
                     found.setdefault(column, source)
-                patterns = _file_patterns(plan, obj.physical_name) if classified else ()
+                patterns = reads(plan, obj.physical_name) if classified else ()
                 if patterns:
                     by_files.append((patterns, classified))
     if not any(by_table.values()):
@@ -73,7 +153,7 @@ def share_classification(plans: list[ContractPlan]) -> list[ContractPlan]:
             for server in servers[id(plan)]:
                 for column, source in by_table.get(_table_key(server, physical_name), {}).items():
                     merged.setdefault(column, source)
-            patterns = _file_patterns(plan, physical_name) if by_files else ()
+            patterns = reads(plan, physical_name) if by_files else ()
             for theirs, columns in by_files if patterns else ():
                 if _same_files(patterns, theirs):
                     for column, source in columns.items():

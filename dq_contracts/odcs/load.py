@@ -16,14 +16,14 @@ from typing import Callable, Iterable, Mapping
 
 from dq_contracts.odcs.compiler import compile_contract, outline_contract
 from dq_contracts.odcs.folder import FolderIndex
-from dq_contracts.odcs.names import INVALID_ASSET_PREFIX, definition_names, fixed_name_taken, name_refusal, short_prefixes, contested_prefixes
+from dq_contracts.odcs.names import INVALID_ASSET_PREFIX, definition_names, fixed_name_taken, name_refusal, short_prefixes, contested_prefixes, distinct_transliterated_keys
 from dq_contracts.odcs.servers import checkable
 from dq_contracts.odcs.classification import share_classification
 from dq_contracts.odcs.declaration import root_of_loaded, server_name, server_refusals
 from dq_contracts.odcs.loader import load_documents
 from dq_contracts.odcs.paths import named_path, parts_of
 from dq_contracts.odcs.plans import ContractPlan
-from dq_contracts.odcs.problems import Problem, contract_errors_of, errors_of
+from dq_contracts.odcs.problems import Problem, ProblemSeverity, Reach, contract_errors_of, errors_of
 from dq_contracts.odcs.validate import ValidatedContract, validate_document
 
 
@@ -147,7 +147,8 @@ def _load_contracts(paths: Iterable[str | os.PathLike[str]], server: str | None,
         plan = dataclasses.replace(plan, root=_root_of(plan.file, roots))
         result.problems.extend(found)
         compiled.append((plan, document))
-    compiled = list(zip(share_classification([p for p, _ in compiled]), (d for _, d in compiled)))
+    compiled = list(zip(share_classification(distinct_transliterated_keys([p for p, _ in compiled])),
+                        (d for _, d in compiled)))
     result.problems.extend(_classified_partitions(compiled))
 
     result.prefixes = short_prefixes(plan for plan, _ in compiled)
@@ -282,3 +283,25 @@ _REMEDY = {"id": "give one of them another id or version",
 def _problem(plan: ContractPlan, document, parts, message: str, severity: str = "error") -> Problem:
     parts = list(parts)
     return Problem(plan.file, message, named_path(document.data, parts), document.line_of(parts), severity)
+
+
+def not_enforced_problems(result: LoadResult) -> list[Problem]:
+    """Every clause of the usable contracts that will not run, as a warning at its file:line with the
+    reason (`validate` shows them; `validate --strict` makes them errors, so a CI gate can require
+    that every clause is enforced). The files are read again for their lines, only when there are such
+    clauses."""
+    out: list[Problem] = []
+    for plan in result.usable_plans:
+        if not plan.not_enforced:
+            continue
+        documents, _ = load_documents([plan.file])
+        document = documents[0] if documents else None
+        for clause in plan.not_enforced:
+            parts = parts_of(clause.clause)
+            out.append(Problem(
+                file=plan.file, line=document.line_of(parts) if document else None,
+                path=named_path(document.data, parts) if document else clause.clause,
+                message=f"not enforced ({clause.code}): {clause.reason}",
+                severity=ProblemSeverity.WARNING, reach=Reach.CLAUSE))
+    return out
+

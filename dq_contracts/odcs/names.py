@@ -311,7 +311,9 @@ ASSET_KEY_PROPERTIES = ("dagsterAssetKey", "dagster_asset_key", "assetKey")
 
 
 
-def asset_key_for(physical_name: str, custom: dict[str, Any]) -> tuple[str, ...]:
+def _key_spelling(physical_name: str, custom: dict[str, Any]) -> tuple[str, ...]:
+    """The parts of an object's asset key as the contract writes them (a dagsterAssetKey, else its
+    physicalName split at `.`)."""
     override = next((custom[k] for k in ASSET_KEY_PROPERTIES if k in custom), None)
     if isinstance(override, list):
         parts = [str(p) for p in override]
@@ -319,4 +321,37 @@ def asset_key_for(physical_name: str, custom: dict[str, Any]) -> tuple[str, ...]
         parts = override.split("/")
     else:
         parts = physical_name.split(".")
-    return tuple(ascii_name(p.strip()) or "x" for p in parts if p.strip()) or ("x",)
+    return tuple(p.strip() for p in parts if p.strip())
+
+
+def asset_key_for(physical_name: str, custom: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(ascii_name(p) or "x" for p in _key_spelling(physical_name, custom)) or ("x",)
+
+
+def distinct_transliterated_keys(plans: list[ContractPlan]) -> list[ContractPlan]:
+    """Every plan with an asset key that only transliteration makes another's (`péople` against
+    `people`, `order-lines` against `order lines`) made distinct: a spelling that is its key as
+    written keeps it, every other spelling of that key takes a hash of itself (`people_1a2b3c`).
+    A name that differs from another's is another table, not a claim on its asset: no contract
+    takes another's checks away by spelling a name of its own to transliterate alike. The same
+    spelling twice is one table, and stays a claim (load.py)."""
+    spellings: dict[tuple[str, ...], set[tuple[str, ...]]] = {}
+    for plan in plans:
+        for obj in plan.objects:
+            spellings.setdefault(obj.asset_key, set()).add(_key_spelling(obj.physical_name, obj.custom_properties))
+    moved = {key for key, found in spellings.items() if len(found) > 1}
+    if not moved:
+        return plans
+
+    def key_of(obj: Any) -> tuple[str, ...]:
+        spelling = _key_spelling(obj.physical_name, obj.custom_properties)
+        if obj.asset_key not in moved or spelling == obj.asset_key:
+            return obj.asset_key
+        digest = hashlib.sha1(json.dumps(spelling).encode()).hexdigest()[:6]
+        return (*obj.asset_key[:-1], f"{obj.asset_key[-1]}_{digest}")
+
+    out = []
+    for plan in plans:
+        objects = tuple(o if key_of(o) == o.asset_key else replace(o, asset_key=key_of(o)) for o in plan.objects)
+        out.append(plan if objects == plan.objects else replace(plan, objects=objects))
+    return out

@@ -65,7 +65,7 @@ ALLOWED_NODES = (
     "BitString", "Null", "Boolean", "Paren", "Neg", "Not", "And", "Or", "Xor",
     "EQ", "NEQ", "GT", "GTE", "LT", "LTE", "NullSafeEQ", "NullSafeNEQ", "Is", "In", "Between", "Like", "ILike",
     "Escape", "Add", "Sub", "Mul", "Div", "Mod", "IntDiv", "DPipe", "Case", "DataType", "DataTypeParam", "Interval",
-    "Var", "Window", "WindowSpec", "Filter", "Exists", "Any", "All", "Tuple",
+    "Var", "TableSample", "Window", "WindowSpec", "Filter", "Exists", "Any", "All", "Tuple",
     "Bracket", "Lambda",  # a subscript `l[1]`; `x -> x > 1` (its variables are names, not columns; its body is judged as the rest)
 )
 # Cast targets: plain value types. Not the types whose input function looks names up or parses
@@ -432,13 +432,10 @@ class _Checker:
                                "plain value type")
             if isinstance(node, exp.Collate) and (why := collation_refusal(node)):
                 raise _Refused(why)
-        elif isinstance(node, exp.TableSample):
-            raise _Refused(f"the query samples rows ({node.sql()[:60]!r}): its result changes from run to run, "
-                           "as a volatile function's does")
         elif not isinstance(node, nodes):
             raise _Refused(f"the query holds {node.key.upper()} ({node.sql()[:60]!r}), which a rule may not use")
         elif isinstance(node, exp.Var) and not (isinstance(parent, (exp.Interval, exp.DataType, exp.DataTypeParam,
-                                                                   exp.Extract))
+                                                                   exp.TableSample, exp.Extract))
                                                 or parent.args.get("unit") is node):  # a unit: DATEADD(day, …)
             raise _Refused(f"the query holds the bare word {node.name!r}")
 

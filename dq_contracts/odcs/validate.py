@@ -15,6 +15,7 @@ Two things make one schema answer for every v3 version:
 from __future__ import annotations
 
 import copy
+import difflib
 import json
 import re
 from dataclasses import dataclass, field
@@ -178,6 +179,31 @@ VERSION_GATES: tuple[Gate, ...] = (
 
 _UNEXPECTED = re.compile(r"\((.*) (?:was|were) unexpected\)")
 _QUOTED = re.compile(r"'([^']*)'")
+UNEXPECTED = "unexpected key: not part of the ODCS schema here"
+
+
+@lru_cache(maxsize=1)
+def vocabulary() -> frozenset[str]:
+    """Every key the official schema names anywhere, and the quality operators: what a near-miss is
+    measured against ("did you mean")."""
+    found: set[str] = set(OPERATORS)
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            found.update(k for k in node.get("properties", {}) if isinstance(node.get("properties"), dict))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+    walk(official_schema())
+    return frozenset(found)
+
+
+def did_you_mean(word: str, candidates: Any) -> str:
+    """` (did you mean 'x'?)` for the closest candidate, or "" when none is close."""
+    close = difflib.get_close_matches(str(word), [str(c) for c in candidates], n=1, cutoff=0.75)
+    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def _plain(error: Any) -> list[tuple[list[str | int], str]]:
@@ -188,7 +214,13 @@ def _plain(error: Any) -> list[tuple[list[str | int], str]]:
         found = _UNEXPECTED.search(message)
         keys = _QUOTED.findall(found.group(1)) if found else []
         if keys:
-            return [([key], "unexpected key: not part of the ODCS schema here") for key in keys]
+            return [([key], UNEXPECTED + ("" if key in vocabulary() else did_you_mean(key, vocabulary())))
+                    for key in keys]
+    if kind == "Enum":  # every valid value, not "… or 42 other candidates", and the closest of them
+        options = [o for o in (getattr(error.kind, "options", None) or []) if isinstance(o, (str, int, float))]
+        if options:
+            return [([], f"{json.dumps(error.instance)} is not one of {', '.join(map(str, options))}"
+                     + did_you_mean(error.instance, options))]
     if kind == "Required":
         key = re.findall(r'"([^"]*)"', message) or [message]
         return [([], f"missing required key '{key[0]}'")]
@@ -208,13 +240,24 @@ def _plain(error: Any) -> list[tuple[list[str | int], str]]:
 
 
 def _dedupe_unevaluated(errors: list[tuple[list, str, str]]) -> list[tuple[list, str, str]]:
-    # "unexpected key" is noise when the same key already has a precise error (e.g. a bad metric).
+    """One error per real mistake. "unexpected key" is noise when the same key already has a precise
+    error (e.g. a bad metric), and a key the schema knows is only "unexpected" because a sibling
+    mistake (a typo'd operator or server type) left no form of the schema to evaluate it: it is
+    dropped when its object holds another error. A near-miss key ("did you mean") is the cause of its
+    object's "matches none of the forms" too, so that one goes."""
     precise = {tuple(p) for p, m, k in errors if k != "unexpected"}
+    parent_of = {tuple(p): tuple(p[:-1]) for p, m, k in errors if k == "unexpected"}
+    near_miss = {parent_of[tuple(p)] for p, m, k in errors if k == "unexpected" and "did you mean" in m}
+    # objects with an error of their own or below them, other than a known key's "unexpected"
+    troubled = {tuple(p[:i]) for p, m, k in errors if not (k == "unexpected" and p and p[-1] in vocabulary())
+                for i in range(len(p) + 1)}
     seen: set[tuple] = set()
     out = []
     for parts, message, kind in errors:
         key = (tuple(parts), message)
-        if key in seen or (kind == "unexpected" and tuple(parts) in precise):
+        known_sibling = kind == "unexpected" and parts[-1] in vocabulary() and tuple(parts[:-1]) in troubled
+        if key in seen or (kind == "unexpected" and tuple(parts) in precise) or known_sibling \
+                or (kind != "unexpected" and tuple(parts) in near_miss):
             continue
         seen.add(key)
         out.append((parts, message, kind))

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,14 @@ DECLASSIFYING = [
     ("a server naming the file", files("../data/people.csv", "files2"), {"name": "stolen", "physicalName": "x"}),
     ("a glob over the folder", files("../data/*.csv", "files3"), {"name": "stolen", "physicalName": "any"}),
     ("another case of the name", files("../data/{model}.csv"), {"name": "stolen", "physicalName": "People"}),
+    # a glob the reader expands to the same file: compared as the reader's glob reads it
+    ("'**' as zero folders", files("../data/**/people.csv", "f4"), {"name": "stolen", "physicalName": "x"}),
+    ("'*/' over the folder", files("../*/people.csv", "f5"), {"name": "stolen", "physicalName": "x"}),
+    ("a set in the name", files("../data/[p]eople.csv", "f6"), {"name": "stolen", "physicalName": "x"}),
+    ("a '?' in the name", files("../data/peopl?.csv", "f7"), {"name": "stolen", "physicalName": "x"}),
+    ("'./' before a glob", files("./../data/./[p]eople.csv", "f8"), {"name": "stolen", "physicalName": "x"}),
+    ("'..' before a glob", files("../data/sub/../[p]eople.csv", "f9"), {"name": "stolen", "physicalName": "x"}),
+    ("a symlinked folder the glob reaches", files("../m*/people.csv", "f10"), {"name": "stolen", "physicalName": "x"}),
 ]
 
 
@@ -57,6 +66,7 @@ def write(folder: Path, name: str, doc: dict) -> None:
 @pytest.mark.parametrize("attack, server, obj", DECLASSIFYING, ids=[a[0] for a in DECLASSIFYING])
 def test_a_file_is_classified_whatever_a_contract_calls_it(tmp_path, attack, server, obj):
     (tmp_path / "data" / "sub").mkdir(parents=True)  # a folder to climb out of
+    (tmp_path / "mirror").symlink_to(tmp_path / "data", target_is_directory=True)  # data by another path
     (tmp_path / "data" / "people.csv").write_text("id,ssn\n" + "".join(f"{i},{s}\n" for i, s in enumerate(SSNS)))
     write(tmp_path, "victim", VICTIM)
     write(tmp_path, "attacker", contract("attacker", server, {**obj, "properties": [ssn(False)]}))
@@ -68,6 +78,50 @@ def test_a_file_is_classified_whatever_a_contract_calls_it(tmp_path, attack, ser
     assert all(not r["passed"] for r in results)
     for value in SSNS:
         assert value not in proc.stdout + proc.stderr, attack
+
+
+# (one object's glob, another's, whether a path may match both): Python's recursive glob, which
+# reads the files (`**` alone in a segment is zero or more folders), in lower case (a case-insensitive
+# file system is covered; on Linux `People.csv` and `people.csv` share too)
+GLOBS = [
+    ("/p/data/people.csv", "/p/data/**/people.csv", True),
+    ("/p/data/people.csv", "/p/**/**/people.csv", True),
+    ("/p/data/x/y/people.csv", "/p/data/**/people.csv", True),
+    ("/p/data/people.csv", "/p/*/people.csv", True),
+    ("/p/data/people.csv", "/p/data/[p]eople.csv", True),
+    ("/p/data/people.csv", "/p/data/[!q]eople.csv", True),
+    ("/p/data/people.csv", "/p/data/people.c?v", True),
+    ("/p/data/people.csv", "/p/data/./people.csv", True),
+    ("/p/data/people.csv", "/p/data//people.csv", True),
+    ("/p/data/People.csv", "/p/data/people.csv", True),
+    ("/p/data/p*.csv", "/p/data/*e.csv", True),
+    ("/p/data/a*b", "/p/data/*c*", True),
+    ("/p/data/people.csv", "/p/data/*/people.csv", False),  # `*` is one folder, never none
+    ("/p/data/people.csv", "/p/data/[q]eople.csv", False),
+    ("/p/data/people.csv", "/p/data/people.c?", False),
+    ("/p/data/people.csv", "/p/other/**/people.csv", False),
+    ("/p/data/p*.csv", "/p/data/q*.csv", False),
+    ("/p/data/a*b", "/p/data/*c", False),
+]
+
+
+@pytest.mark.parametrize("ours, theirs, shared", GLOBS, ids=[f"{a} {b}" for a, b, _ in GLOBS])
+def test_two_globs_share_classification_when_a_path_may_match_both(ours, theirs, shared):
+    from dq_contracts.odcs.classification import _same_files
+
+    assert _same_files(((ours, frozenset()),), ((theirs, frozenset()),)) is shared
+    assert _same_files(((theirs, frozenset()),), ((ours, frozenset()),)) is shared
+
+
+def test_a_glob_built_to_be_slow_to_compare_shares_at_a_bounded_cost():
+    from dq_contracts.odcs.classification import _same_files
+
+    def glob(n):  # forty folders of 240-character names of `*` and `?`: billions of steps unbounded
+        return "/p/**/" + "/".join("*a?" * 80 + str(n + k) for k in range(40)) + "/x.csv"
+
+    started = time.monotonic()
+    assert _same_files(((glob(0), frozenset()),), ((glob(100), frozenset()),))  # erring towards one file
+    assert time.monotonic() - started < 5
 
 
 # (attack, the file, its contents, the server's path, refused when it loads): the project's own

@@ -1,4 +1,4 @@
-"""The clause matrix's extension (cases/matrix_types.yaml): a native UUID, a TIME, a struct and an
+"""The clause matrix's extension (cases/matrix/types.yaml): a native UUID, a TIME, a struct and an
 array, on each engine that holds the type (DuckDB, PostgreSQL, MariaDB, Snowflake emulated by
 fakesnow, Spark): every check passes on the good rows, and on the bad rows each observes its count."""
 
@@ -17,7 +17,7 @@ from dq_contracts.engine.runner import run_object
 from dq_contracts.odcs.load import load_contracts
 from dq_contracts_tests.support import lake_engine, write_lake
 
-MATRIX = yaml.safe_load((Path(__file__).parent / "cases" / "matrix_types.yaml").read_text())
+MATRIX = yaml.safe_load((Path(__file__).parent / "cases" / "matrix" / "types.yaml").read_text())
 MARKS = {"postgres": (pytest.mark.postgres,), "mariadb": (pytest.mark.mariadb,), "spark": (pytest.mark.spark,)}
 ENGINES = [pytest.param(name, marks=MARKS.get(name, ())) for name in MATRIX["engines"]]
 
@@ -28,7 +28,7 @@ def literals(engine: str, column: str, rows: str) -> list[str]:
     return (own or MATRIX["columns"][column])[rows]
 
 
-# the lake's columns as Arrow types (cases/matrix_types.yaml `lake` holds their values)
+# the lake's columns as Arrow types (cases/matrix/types.yaml `lake` holds their values)
 LAKE_TYPES = {"id": pa.int32(), "uid": pa.string(), "opens": pa.time64("us"),
               "address": pa.struct([("city", pa.string()), ("zip", pa.int32())]), "tags": pa.list_(pa.string())}
 

@@ -63,9 +63,18 @@ ATTACKS = {
     "three contracts, one asset": (
         {"a.odcs.yaml": contract("one", obj("t")), "b.odcs.yaml": contract("two", obj("t")),
          "c.odcs.yaml": contract("three", obj("u", physical="t"))}, {"a", "b", "c"}),
+    # two spellings are two tables: transliterated alike, each takes a key of its own (KEYS)
     "physicalNames that differ only by characters made _": (
         {"a.odcs.yaml": contract("one", obj("t1", physical="order-lines")),
-         "b.odcs.yaml": contract("two", obj("t2", physical="order lines"))}, {"a", "b"}),
+         "b.odcs.yaml": contract("two", obj("t2", physical="order lines"))}, set()),
+    "a physicalName that transliterates to another's": (
+        {"a.odcs.yaml": contract("one", obj("people")), "b.odcs.yaml": contract("two", obj("péople"))}, set()),
+    "a dagsterAssetKey that transliterates to another's": (
+        {"a.odcs.yaml": contract("one", obj("people")), "b.odcs.yaml": contract("two", {**obj("t"), "customProperties": [
+            {"property": "dagsterAssetKey", "value": "péople"}]})}, set()),
+    "the same transliterated physicalName twice": (
+        {"a.odcs.yaml": contract("one", obj("people")), "b.odcs.yaml": contract("two", obj("péople")),
+         "c.odcs.yaml": contract("three", obj("t", physical="péople"))}, {"b", "c"}),
     "same id and version": (
         {"a.odcs.yaml": contract("same", obj("t1")), "b.odcs.yaml": contract("same", obj("t2"))}, {"a", "b"}),
     "one physicalName for two objects of one contract": (
@@ -119,6 +128,27 @@ def write(folder, files):
 
 def rejected_stems(loaded):
     return {r.file.rsplit("/", 1)[-1].split(".")[0] for r in loaded.rejected}
+
+
+# (file -> physicalName, file -> the asset key it takes): a spelling that is its key keeps it; every
+# other spelling of that key takes a hash of itself, the same whatever else the folder holds
+KEYS = [
+    ({"a": "people", "b": "péople"}, {"a": "people", "b": "people_055242"}),
+    ({"b": "péople"}, {"b": "people"}),  # alone, a transliterated name keeps its plain key
+    ({"a": "people", "b": "péople", "c": "pèople"}, {"a": "people", "b": "people_055242", "c": "people_75e99f"}),
+    ({"b": "péople", "c": "pèople"}, {"b": "people_055242", "c": "people_75e99f"}),
+    ({"a": "order_lines", "b": "order-lines"}, {"a": "order_lines", "b": "order_lines_52bea9"}),
+    ({"a": "People", "b": "people"}, {"a": "People", "b": "people"}),  # case is kept: two keys already
+]
+
+
+@pytest.mark.parametrize("physical, keys", KEYS, ids=[" ".join(p.values()) for p, _ in KEYS])
+def test_a_name_transliterated_to_another_s_key_takes_a_key_of_its_own(tmp_path, physical, keys):
+    folder = write(tmp_path / "c", {f"{f}.odcs.yaml": contract(f, obj("t", physical=p)) for f, p in physical.items()})
+    loaded = load_contracts([folder], cron_rule=cron_refusal)
+    assert not loaded.rejected
+    found = {p.file.rsplit("/", 1)[-1].split(".")[0]: "/".join(o.asset_key) for p in loaded.plans for o in p.objects}
+    assert {f: k for f, k in found.items() if f != "innocent"} == keys
 
 
 BUILDS = [dict(contract_jobs=False, partition_jobs=True), dict(contract_jobs=True, partition_jobs=True),
