@@ -146,3 +146,79 @@ def call_refusal(call: Any, dialect: str | None, source: bool = False) -> str | 
     if called in ALLOWED_FUNCTIONS:  # grammar, not a function of the catalog (EXTRACT, COALESCE on PostgreSQL)
         return None
     return f"the query calls {called}(), which is not a function of {catalog.engine}'s catalog"
+
+
+# Calls whose result may be longer than their input by a factor the query sets. `replace` with a
+# literal replacement no longer than its (non-empty, literal) pattern never grows text and is not one
+# of them; any other `replace`, and every `regexp_replace` (an empty match, `\0`) and `overlay`, is.
+# One such call in a query is bounded by its data times its literal; two, nested or chained through
+# a CTE, multiply (eight nested `replace`s: 1e8 characters), so a query holds at most one, and what
+# it inserts is a string literal. `translate` maps a character to at most one: it never grows.
+GROWING = {"replace": "replacement", "regexp_replace": "replacement", "overlay": "expression"}
+# concatenations: bounded by the data where they stand in the outer query (`first || ' ' || last`)
+CONCATENATING = {"concat", "concat_ws", "array_concat", "array_append", "array_prepend", "list_concat", "list_cat",
+                 "array_cat", "list_append", "list_prepend", "array_push_back", "array_push_front"}
+# a collation is a plain name of the engine's own: never qualified (`hr.x` looks in another schema)
+_COLLATION = re.compile(r"[A-Za-z][A-Za-z0-9_-]*\Z")
+
+
+def _grows(call: Any) -> bool:
+    from sqlglot import exp
+
+    if sqlglot_name(call) != "replace":
+        return True
+    pattern, replacement = call.args.get("expression"), call.args.get("replacement")
+    return not (isinstance(pattern, exp.Literal) and pattern.is_string and pattern.this
+                and isinstance(replacement, exp.Literal) and replacement.is_string
+                and len(replacement.this) <= len(pattern.this))
+
+
+def growth_refusal(root: Any) -> str | None:
+    """Why the text-growing calls of a tree could build a value beyond the engine's memory, or None."""
+    from sqlglot import exp
+
+    growing = [c for c in root.find_all(exp.Func) if sqlglot_name(c) in GROWING and _grows(c)]
+    for call in growing:
+        inserted = call.args.get(GROWING[sqlglot_name(call)])
+        if not (isinstance(inserted, exp.Literal) and inserted.is_string):
+            return (f"the query's {sqlglot_name(call)}() inserts {inserted.sql()[:40] if inserted else 'nothing'}, "
+                    "not a string literal: text that grows by a factor the query sets")
+    for node in [*growing, *root.find_all(exp.Func, exp.DPipe)]:
+        if (isinstance(node, exp.DPipe) or sqlglot_name(node) in CONCATENATING or node in growing) and (
+                why := _where_growth_multiplies(node)):
+            shown = "||" if isinstance(node, exp.DPipe) else f"{sqlglot_name(node)}()"
+            return f"the query's {shown} stands {why}, where what it builds can grow again by a factor"
+    if len(growing) > 1:
+        return (f"the query holds {len(growing)} calls that grow text ({', '.join(sqlglot_name(c) for c in growing)}"
+                "): nested or chained they multiply a value's size; one is allowed (a replace() of a literal "
+                "no longer than its pattern does not count)")
+    return None
+
+
+def _where_growth_multiplies(node: Any) -> str | None:
+    """Where a value built by growing or concatenating could be grown again, each time by a factor:
+    in a lambda (`list_reduce(…, (a, x) -> a || a)` doubles per item) or in the output of a CTE or
+    subquery (a chain of CTEs each `v || v` doubles per CTE). In the outer query the growth is
+    additive, bounded by the query's length times the data."""
+    from sqlglot import exp
+
+    if node.find_ancestor(exp.Lambda) is not None:
+        return "in a lambda"
+    child, parent = node, node.parent
+    while parent is not None and not isinstance(parent, exp.Select):
+        child, parent = parent, parent.parent
+    if parent is not None and child.arg_key == "expressions" and parent.find_ancestor(exp.CTE, exp.Subquery):
+        return "in the output of a CTE or subquery"
+    return None
+
+
+def collation_refusal(collate: Any) -> str | None:
+    """Why a COLLATE's collation is not a plain built-in name, or None."""
+    from sqlglot import exp
+
+    name = collate.expression
+    plain = isinstance(name, (exp.Identifier, exp.Var)) or (isinstance(name, exp.Literal) and name.is_string)
+    if plain and _COLLATION.match(str(name.this)):
+        return None
+    return (f"the query collates by {name.sql()[:60] if name is not None else 'nothing'}, which is not a plain "
+            "collation name (a qualified name looks in another schema)")

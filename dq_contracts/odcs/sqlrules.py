@@ -19,7 +19,10 @@ The rules, each holding for any input:
 |                      | DuckDB's and PostgreSQL's own catalogs, else `ALLOWED_FUNCTIONS`), by the name  |
 |                      | the rendered SQL calls; no function but a number generator is a table source,   |
 |                      | and a number generator is nothing else (its size is an argument's)              |
-| casts                | a cast's target type is on `ALLOWED_TYPES` (no `regclass`, `regproc`, `xml`…)     |
+| casts                | a cast's (any kind's) target is a data type on `ALLOWED_TYPES` (no `regclass`,   |
+|                      | `regproc`, `xml`…), never a column or qualified name; a collation a plain name   |
+| what runs            | the rendered SQL, parsed again, renders to itself and passes the node, call and  |
+|                      | cast rules itself; it holds at most one call that grows text (sql_functions)     |
 | tables               | a table is a CTE of the query, the contract's own object, another object of the  |
 |                      | contract on that server, or a name the operator allowed; nothing else (no other  |
 |                      | schema, catalog, file or table function)                                        |
@@ -44,7 +47,7 @@ from typing import Any, Iterable, Mapping
 
 from dq_contracts.odcs.servers import sqlglot_dialect
 from dq_contracts.odcs.sql_functions import (  # noqa: F401  (the allow-list's names, as before)
-    ALLOWED_FUNCTIONS, FUNCTION_FAMILIES, GENERATORS, call_refusal, sqlglot_name)
+    ALLOWED_FUNCTIONS, FUNCTION_FAMILIES, GENERATORS, call_refusal, collation_refusal, growth_refusal, sqlglot_name)
 
 _PLACEHOLDER = re.compile(r"\$?\{([A-Za-z_][A-Za-z0-9_]*)\}")
 TABLE_PLACEHOLDERS = {"object", "table", "model"}
@@ -159,6 +162,28 @@ def judge_sql_rule(query: str, *, dialect: str | None, own: str, column: str | N
 
 class _Refused(Exception):
     pass
+
+
+def _rendered_refusal(checker: "_Checker", root: Any, dialect: str | None) -> str | None:
+    """The checked tree rendered, as it runs, parsed again and judged node by node: sqlglot renders
+    some calls as others (`uniform` as `FLOOR(… RANDOM() …)`, `generate_date_array` as a
+    `GENERATE_SERIES` cast, `to_variant` as a cast), and every call and cast of what runs is judged,
+    not the first name alone. The rendering must be its own fixed point, so what is judged is what
+    runs; text-growing calls are counted there."""
+    import sqlglot
+
+    try:
+        text = root.sql(dialect=dialect)
+        again = sqlglot.parse_one(text, read=dialect)
+        if again.sql(dialect=dialect) != text:
+            return "the query renders differently each time it is rendered; the judge cannot tell what runs"
+        for node in again.walk():
+            checker.check(node)
+        return growth_refusal(again)
+    except _Refused as why:
+        return str(why)
+    except sqlglot.errors.SqlglotError as exc:
+        return f"the query as rendered does not parse again ({str(exc).splitlines()[0][:120] if str(exc) else ''})"
 
 
 def _scoped(root: Any, tables: dict[str, dict[str, bool]], own: str, column: str | None, dialect: str | None,
@@ -384,7 +409,7 @@ class _Checker:
         except _Refused as why:
             self.undeclared = isinstance(why, _Undeclared)
             return str(why)
-        return None
+        return _rendered_refusal(self, self.root, self.dialect)
 
     def check(self, node: Any) -> None:
         exp = self.exp
@@ -398,9 +423,15 @@ class _Checker:
             if isinstance(parent, (exp.From, exp.Join, exp.Table)) and name not in GENERATORS:
                 raise _Refused(f"the query reads from {name}(), a table function; only tables of the contract "
                                "may be read")
-            if isinstance(node, (exp.Cast, exp.TryCast)) and any(t.this not in types
-                                                                 for t in node.to.find_all(exp.DataType)):
-                raise _Refused(f"the query casts to {node.to.sql()}, which is not a plain value type")
+            # every cast (TRY_CAST, J_S_O_N_CAST…: any subclass) names a type as a type, never a name a
+            # column could stand for (`J_S_O_N_CAST(x, regclass)` with a CTE column `regclass`)
+            to = node.args.get("to") if isinstance(node, exp.Cast) else None
+            if isinstance(node, exp.Cast) and (not isinstance(to, exp.DataType) or to.find(exp.Column) is not None
+                                               or any(t.this not in types for t in to.find_all(exp.DataType))):
+                raise _Refused(f"the query casts to {to.sql() if to is not None else 'nothing'}, which is not a "
+                               "plain value type")
+            if isinstance(node, exp.Collate) and (why := collation_refusal(node)):
+                raise _Refused(why)
         elif not isinstance(node, nodes):
             raise _Refused(f"the query holds {node.key.upper()} ({node.sql()[:60]!r}), which a rule may not use")
         elif isinstance(node, exp.Var) and not (isinstance(parent, (exp.Interval, exp.DataType, exp.DataTypeParam,

@@ -21,6 +21,8 @@ from dq_contracts.engine.runner import run_object
 
 PLANTED = "918273645"  # the classified value: no result, error or SQL shown may hold it
 
+NESTED_REPLACE = "replace(" * 8 + "'x'" + ", 'x', 'xxxxxxxxxx')" * 8  # 1e8 characters from one
+
 ATTACKS = [
     # (id, query, words of the reason: one of them, `|` between, where dialects word it differently)
     # functions in attribute notation, and rows used as values
@@ -165,6 +167,28 @@ ATTACKS = [
      "by its identifier|oidvectortypes"),
     ("a text-search parser by name", "SELECT COUNT(*) FROM {object} WHERE (SELECT COUNT(*) FROM (SELECT "
      "ts_token_type('default') AS t) x) > 0", "parser or configuration|ts_token_type"),
+    # a cast of any kind names its type as a type, never as a name a CTE column stands for
+    ("J_S_O_N_CAST to a CTE column", "WITH c(regclass) AS (SELECT 1) SELECT COUNT(*) FROM {object}, c WHERE "
+     "length(CAST(J_S_O_N_CAST('other_schema.t', regclass) AS TEXT)) > 0", "plain value type"),
+    ("J_S_O_N_CAST to a qualified name", "WITH other_schema(d) AS (SELECT 1) SELECT COUNT(J_S_O_N_CAST('x', "
+     "other_schema.d)) FROM other_schema", "plain value type"),
+    ("to_variant's cast", "SELECT COUNT(*) FROM {object} WHERE to_variant(amount) IS NOT NULL", "VARIANT|to_variant"),
+    ("a qualified collation", "WITH other_schema(nope) AS (SELECT 1) SELECT COUNT(*) FROM {object}, other_schema "
+     "WHERE region COLLATE other_schema.nope = 'a'", "collation name"),
+    # every call of what runs, not only the first name of each rendered call
+    ("uniform renders RANDOM()", "SELECT COUNT(*) FROM {object} WHERE uniform(1, 2) = 1", "random()|uniform"),
+    ("generate_date_array as a value", "SELECT COUNT(*) FROM {object} WHERE len(generate_date_array(DATE "
+     "'1970-01-01', DATE '1972-01-01', INTERVAL 1 SECOND)) > 0", "as a value|generate_date_array"),
+    # text that grows by a factor the query sets (judged here; never run on the code before the fix)
+    ("nested replace", f"SELECT COUNT(*) FROM {{object}} WHERE length({NESTED_REPLACE}) > 0", "grow text"),
+    ("regexp_replace chained through a CTE", "WITH a AS (SELECT regexp_replace(region, '', 'xx', 'g') AS v FROM "
+     "{object}) SELECT COUNT(*) FROM a WHERE length(regexp_replace(a.v, '', 'yy', 'g')) > 0", "grow text|output of a cte"),
+    ("replace inserting a column", "SELECT COUNT(*) FROM {object} WHERE length(replace(region, 'e', region)) > 0",
+     "not a string literal"),
+    ("|| doubling per lambda step", "SELECT COUNT(*) FROM {object} WHERE length(list_reduce(['x', 'x', 'x'], "
+     "(a, b) -> a || a)) > 0", "in a lambda|list_reduce"),
+    ("|| doubling per CTE", "WITH a AS (SELECT region || region AS v FROM {object}), b AS (SELECT a.v || a.v AS v "
+     "FROM a) SELECT COUNT(*) FROM b WHERE length(b.v) > 0", "output of a cte"),
 ]
 
 ACCEPTED = [
