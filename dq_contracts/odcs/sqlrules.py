@@ -13,8 +13,8 @@ The rules, each holding for any input:
 |----------------------|---------------------------------------------------------------------------------|
 | one read             | one statement whose root is a SELECT, a set operation or a parenthesised SELECT  |
 | node types           | every node's type is on `ALLOWED_NODES`; any other type (writes, locks, SET,     |
-|                      | PRAGMA, COPY, ATTACH, attribute notation `(t).f`, custom operators, `@@`, a      |
-|                      | sample: TABLESAMPLE, USING SAMPLE) is refused, whatever sqlglot calls it         |
+|                      | PRAGMA, COPY, ATTACH, attribute notation `(t).f`, custom operators, `@@`) is     |
+|                      | refused, whatever sqlglot calls it (a TABLESAMPLE / USING SAMPLE is allowed)     |
 | functions            | every call (`exp.Func`) is a read-only function of the dialect (sql_functions:   |
 |                      | DuckDB's and PostgreSQL's own catalogs, else `ALLOWED_FUNCTIONS`), by the name  |
 |                      | the rendered SQL calls; no function but a number generator is a table source,   |
