@@ -14,7 +14,7 @@ from dq_contracts.dagster_defs.specs import ObjectSpecs
 from dq_contracts.dagster_defs.translator import dimension_columns, partition_column
 from dq_contracts.engine.contracts import Warehouses, failed_results, run_contract
 from dq_contracts.engine.results import CheckResult, error_of, touches_classified
-from dq_contracts.engine.sentences import code_block, said
+from dq_contracts.engine.sentences import AGE, code_block, duration, in_durations, said
 from dq_contracts.odcs.names import OBJECT_OPS, object_op_name
 from dq_contracts.odcs.partitions import Partition, multi_partition, window_partition
 from dq_contracts.odcs.plans import CheckPlan, ContractPlan, ObjectPlan, Severity
@@ -49,6 +49,10 @@ def check_result_of(result: CheckResult, spec: dg.AssetCheckSpec) -> dg.AssetChe
         observed = result.observed
         metadata["dq_contracts/observed"] = (observed if isinstance(observed, (int, float))
                                              else dg.MetadataValue.text(visible(observed)))
+        if CHECK_KINDS[result.kind].observed_unit == AGE and isinstance(observed, (int, float)):
+            # for people "30 min" and "≤ 2 d"; the raw seconds above stay numeric, for Dagster's plot over time
+            metadata["dq_contracts/age"] = duration(observed)
+            metadata["dq_contracts/threshold_age"] = in_durations(result.threshold)
     if result.row_count is not None:
         metadata["dagster/row_count"] = result.row_count
     if result.error:

@@ -111,14 +111,15 @@ class DqContractsTranslator:
 
     def get_asset_check_spec(self, data: ContractCheckData) -> dg.AssetCheckSpec:
         plan, obj, check = data.contract, data.object, data.check
+        # ERROR clauses block where Dagster materialises the asset. A relationship waits for the
+        # table it reads; were it blocking too, one table failing an ERROR clause would skip
+        # checks across every table downstream of it, chained
+        blocking = check.blocking and data.materialised_in_dagster and data.target_asset_key is None
         return dg.AssetCheckSpec(
             name=check.name,
             asset=data.asset_key,
             description=described(check_description(plan, check)),
-            # ERROR clauses block where Dagster materialises the asset. A relationship waits for the
-            # table it reads; were it blocking too, one table failing an ERROR clause would skip
-            # checks across every table downstream of it, chained
-            blocking=check.blocking and data.materialised_in_dagster and data.target_asset_key is None,
+            blocking=blocking,
             additional_deps=[data.target_asset_key] if data.target_asset_key else None,
             automation_condition=self.automation_condition(data),
             partitions_def=data.partitions_def if data.per_partition else None,
@@ -135,6 +136,7 @@ class DqContractsTranslator:
                 "dq_contracts/kind": check.kind,
                 "dq_contracts/dimension": check.dimension,
                 "dq_contracts/severity": str(check.severity),  # Dagster stores no Enum, not even a StrEnum
+                "dq_contracts/blocks": blocks_text(check, blocking, data),
                 "dq_contracts/threshold": check.threshold_text(),
                 "dagster/code_references": code_references(plan, [a.line for a in check.answers], check.name),
             }.items() if v is not None},
@@ -337,3 +339,16 @@ def server_uri(server: dict[str, Any] | None, physical_name: str) -> str | None:
     table = ".".join(str(p) for p in (server.get("schema"), physical_name) if p)
     scheme = row.names[0] if row is not None else kind  # the type's first name: `postgresql` for `postgres`
     return f"{scheme}:{location}{database}/{table}" if (database or location) else None
+
+
+def blocks_text(check: CheckPlan, blocking: bool, data: Any) -> str:
+    """Whether a failure stops anything, in words beside `severity` (an ERROR that does not block would
+    otherwise read as one that does)."""
+    if blocking:
+        return "yes: a failure stops this asset's downstream materialisations in the same run"
+    if str(check.severity) != "ERROR":
+        return "no: a WARN clause marks the check failed and stops nothing"
+    if data.target_asset_key is not None:
+        return "no: a relationship reads another table; blocking it would stop every table downstream of that one"
+    return "no: Dagster does not materialise this table, so there is no downstream run to stop"
+

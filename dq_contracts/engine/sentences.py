@@ -70,6 +70,14 @@ def rows(count: int, noun: str = "row") -> str:
     return f"{count} {noun if count == 1 else noun + 's'}"
 
 
+AGE = "seconds of age"  # the observed unit of the kinds that measure an age (odcs/check_kinds.py)
+
+
+def in_durations(threshold: str) -> str:
+    """A threshold of seconds as people read it: `≤ 172800.0` → `≤ 2 d`."""
+    return re.sub(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", lambda m: duration(float(m.group())), threshold)
+
+
 def duration(seconds: float) -> str:
     """A human duration: s, min, h or d, to two significant figures below ten of a unit."""
     for unit, size in (("d", 86400), ("h", 3600), ("min", 60), ("s", 1)):

@@ -85,6 +85,8 @@ def test_one_check_spec_per_clause_with_its_metadata(defs):
     assert len(specs) == DEMO_CHECKS
     minimum = specs[("orders", "order_total__minimum")]
     assert minimum.blocking is False  # an external table: Dagster builds nothing downstream of it to block
+    # beside severity ERROR, the spec says in words that it does not block, and why
+    assert minimum.metadata["dq_contracts/blocks"].startswith("no: Dagster does not materialise this table")
     assert minimum.metadata["dq_contracts/pointer"] == "/schema/0/properties/4/logicalTypeOptions/minimum"
     line = next(i for i, text in enumerate((CONTRACTS / "orders.odcs.yaml").read_text().splitlines(), 1)
                 if text.strip() == "minimum: 0")
@@ -100,6 +102,7 @@ def test_one_check_spec_per_clause_with_its_metadata(defs):
     assert minimum.description and "\n" not in minimum.description
     warn = specs[("orders", "status_is_known")]
     assert warn.blocking is False and warn.metadata["dq_contracts/dimension"] == "conformity"
+    assert warn.metadata["dq_contracts/blocks"].startswith("no: a WARN clause")
 
 
 def test_a_result_says_what_its_check_spec_says_without_the_plan(defs):
@@ -157,6 +160,11 @@ def test_checks_only_job_on_external_tables_records_every_clause(in_demo_dir):
     assert metadata["dq_contracts/kind"].value == "duplicate_values" and metadata["dq_contracts/severity"].value == "ERROR"
     assert re.search(r"GROUP BY .*payment_id.*HAVING", metadata["dq_contracts/sql"].value, re.S)  # its own query
     assert metadata["dq_contracts/samples"].value == ["P00041"]
+    # an age in the units people read beside the raw seconds Dagster plots
+    age = evaluations["paid_at__freshness"].metadata
+    assert isinstance(age["dq_contracts/observed"].value, (int, float))
+    assert re.fullmatch(r"\d+(\.\d)? (s|min|h|d)", age["dq_contracts/age"].value), age["dq_contracts/age"]
+    assert age["dq_contracts/threshold_age"].value == "≤ 2 d" and age["dq_contracts/threshold"].value == "≤ 172800.0"
 
 
 def test_a_failing_check_on_a_classified_column_shows_none_of_its_values(in_demo_dir, tmp_path):
