@@ -96,6 +96,10 @@ def _plan_text(plan: ContractPlan, prefix: str) -> str:
         names = ", ".join(n for _, n in schedule.checks)
         lines.append(f"  cron '{schedule.cron}' (UTC) runs {names}  {schedule.clause}  "
                      f"[schedule {schedule_name(plan, schedule, prefix)} with contract_jobs=True]")
+    if plan.rewrites:  # a v3.0 document read in v3.1 words: what was read otherwise than written
+        lines.append("  read as v3.1:")
+        for rewrite in plan.rewrites:
+            lines.append(f"    {rewrite.pointer}  {rewrite.message}")
     if plan.not_enforced:
         lines.append("  not enforced:")
         for item in plan.not_enforced:

@@ -130,3 +130,28 @@ slaProperties: [{property: latency, value: 1, unit: d, element: orders.at}]
     assert results["code__pattern"]["samples"] == ["X2"] and not results["id__minimum"]["passed"]
     imported = sorted(m for m in modules if any(m == n or m.startswith(n + ".") for n in NOT_IMPORTED_BY_A_DUCKDB_CHECK))
     assert imported == []
+
+
+def test_plan_text_lists_every_rewrite_of_a_v30_contract(tmp_path):
+    """What a v3.0 document is read as (its v3.1 words) is in the text plan, not only in its JSON."""
+    (tmp_path / "c.odcs.yaml").write_text("""apiVersion: v3.0.2
+kind: DataContract
+id: urn:test:rw
+version: 1.0.0
+status: active
+slaDefaultElement: orders.at
+schema:
+  - name: orders
+    properties:
+      - {name: id, logicalType: integer, logicalTypeOptions: {minimum: 0, exclusiveMinimum: true}}
+      - {name: at, logicalType: date}
+slaProperties: [{property: latency, value: 1, unit: d}]
+""")
+    text = subprocess.run([sys.executable, "-m", "dq_contracts.cli", "plan", "c.odcs.yaml"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120).stdout
+    as_json = subprocess.run([sys.executable, "-m", "dq_contracts.cli", "plan", "c.odcs.yaml", "--format", "json"],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=120).stdout
+    rewrites = json.loads(as_json)["contracts"][0]["rewrites"]
+    assert len(rewrites) == 2 and "  read as v3.1:" in text
+    for rewrite in rewrites:
+        assert f"    {rewrite['clause']}  {rewrite['message']}" in text, text
