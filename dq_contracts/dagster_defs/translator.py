@@ -118,7 +118,7 @@ class DqContractsTranslator:
         return dg.AssetCheckSpec(
             name=check.name,
             asset=data.asset_key,
-            description=described(check_description(plan, check)),
+            description=described(check_description(plan, check) + waits_for(data)),
             blocking=blocking,
             additional_deps=[data.target_asset_key] if data.target_asset_key else None,
             automation_condition=self.automation_condition(data),
@@ -351,4 +351,14 @@ def blocks_text(check: CheckPlan, blocking: bool, data: Any) -> str:
     if data.target_asset_key is not None:
         return "no: a relationship reads another table; blocking it would stop every table downstream of that one"
     return "no: Dagster does not materialise this table, so there is no downstream run to stop"
+
+
+def waits_for(data: Any) -> str:
+    """What a relationship's page should say when the check shows an execution with no result: it
+    reads another table, and Dagster skips it when that table fails a blocking check in the same run."""
+    if data.target_asset_key is None:
+        return ""
+    target = data.target_asset_key.to_user_string()
+    return (f". It reads {target}: in a run where {target} fails a blocking (ERROR) check, Dagster skips this "
+            "check, and its execution shows failed with no result; run it alone once the table is fixed")
 

@@ -103,6 +103,11 @@ def test_one_check_spec_per_clause_with_its_metadata(defs):
     warn = specs[("orders", "status_is_known")]
     assert warn.blocking is False and warn.metadata["dq_contracts/dimension"] == "conformity"
     assert warn.metadata["dq_contracts/blocks"].startswith("no: a WARN clause")
+    # a relationship's page says why it may show an execution with no result
+    reference = specs[("orders", "customer_id__references_customers")]
+    assert "It reads customers: in a run where customers fails a blocking (ERROR) check, Dagster skips this check" \
+        in reference.description, reference.description
+    assert "Dagster skips" not in minimum.description
 
 
 def test_a_result_says_what_its_check_spec_says_without_the_plan(defs):
