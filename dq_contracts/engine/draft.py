@@ -85,10 +85,16 @@ def measure_table(connection: sa.Connection, name: str, schema: str | None) -> T
     return measured
 
 
-def measure(url: sa.URL, tables: list[str], schema: str | None = None,
+def url_connection(url: sa.URL, schema: str | None) -> Connection:
+    """The connection of an operator's URL given on the command line."""
+    return Connection(url, schema, tuple(s for s in (url.password,) if s))
+
+
+def measure(connection: Connection, tables: list[str],
             timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> list[TableMeasure]:
-    """Each table measured on one read-only, time-limited session of the URL's engine."""
-    engine = engine_for(Connection(url, schema, tuple(s for s in (url.password,) if s)))
+    """Each table measured on one read-only, time-limited session of the connection's engine."""
+    schema = connection.schema
+    engine = engine_for(connection)
     try:
         with read_only(engine, timeout_seconds) as connection:
             return [measure_table(connection, name, schema) for name in tables]

@@ -78,6 +78,10 @@ def _property(column: Any, rows: int, table: Any) -> list[str]:
         low, high = _round(column.minimum, math.floor), _round(column.maximum, math.ceil)
         seen = f"observed {column.minimum} to {column.maximum}, rounded outward"
         options += [f"          minimum: {_y(low)}  {MARK} {seen}", f"          maximum: {_y(high)}  {MARK} {seen}"]
+    if column.family == "date" and isinstance(column.minimum, dt.date):  # no maximum: new rows are newer
+        low = dt.date(column.minimum.year, 1, 1).isoformat()
+        options.append(f"          minimum: {_y(low)}  {MARK} earliest {column.minimum.isoformat()}, "
+                       "rounded down to its year")
     if column.family == "string" and column.max_length is not None:
         options.append(f"          maxLength: {_y(int(column.max_length))}  {MARK} longest value "
                        f"{int(column.max_length)} character(s)")
@@ -90,9 +94,10 @@ def _property(column: Any, rows: int, table: Any) -> list[str]:
     return out
 
 
-def server_entry(url: Any, schema: str | None, server_type: str, database_path: str | None) -> list[str]:
+def server_entry(url: Any, schema: str | None, server_type: str, database_path: str | None,
+                 name: str = "warehouse") -> list[str]:
     """The servers entry of the URL: its type, endpoint and schema, never its user or password."""
-    fields: list[tuple[str, Any]] = [("server", "warehouse"), ("type", server_type)]
+    fields: list[tuple[str, Any]] = [("server", name), ("type", server_type)]
     if database_path is not None:
         fields.append(("database", database_path))
     else:

@@ -21,6 +21,9 @@ CREATE = ("CREATE TABLE orders (order_id integer, email varchar(40), status varc
 PLANTED = [
     ("UPDATE orders SET status = NULL WHERE order_id = 1", "status__not_null"),
     ("UPDATE orders SET amount = 5000 WHERE order_id = 2", "amount__maximum"),
+    ("UPDATE orders SET placed = CAST('2019-12-31' AS date) WHERE order_id = 3", "placed__minimum"),
+    ("UPDATE orders SET status = 'lost' WHERE order_id = 3", "status__invalid_values"),
+    ("UPDATE orders SET order_id = 1 WHERE order_id = 3", "order_id__primary_key"),
 ]
 
 
@@ -64,7 +67,7 @@ def test_init_draft_validates_passes_and_catches(tmp_path, drawn, planted, faili
     text = (tmp_path / "c.odcs.yaml").read_text()
     assert "# suggested by dq-contracts init:" in text
     assert not any(email in text for _, email, *_ in ROWS)
-    assert "password" not in text.lower()
+    assert sa.make_url(url).password is None or sa.make_url(url).password not in text
     valid = _cli(tmp_path, "validate", "c.odcs.yaml")
     assert valid.returncode == 0 and "0 error(s)" in valid.stdout, valid.stdout
     checked = _cli(tmp_path, "check", "c.odcs.yaml", env=env)
@@ -76,3 +79,17 @@ def test_init_draft_validates_passes_and_catches(tmp_path, drawn, planted, faili
     checked = _cli(tmp_path, "check", "c.odcs.yaml", env=env)
     assert checked.returncode == 1
     assert any(failing in line and "fail" in line for line in checked.stdout.splitlines()), checked.stdout
+
+
+def test_init_from_the_operators_endpoint(tmp_path):
+    """`--server NAME` reads the DQ_CONTRACTS_<NAME>_* endpoint, as check does, and names that server."""
+    engine = sa.create_engine(f"duckdb:///{tmp_path / 'w.duckdb'}")
+    _fill(engine)
+    engine.dispose()
+    env = {"DQ_CONTRACTS_SHOP_URL": "duckdb:///w.duckdb"}
+    made = _cli(tmp_path, "init", "--server", "shop", "--table", "orders", "--output", "c.odcs.yaml", env=env)
+    assert made.returncode == 0, made.stderr
+    assert "  - server: shop\n" in (tmp_path / "c.odcs.yaml").read_text()
+    assert _cli(tmp_path, "check", "c.odcs.yaml", env=env).returncode == 0
+    neither = _cli(tmp_path, "init", "--table", "orders")
+    assert neither.returncode == 1 and "--url URL or --server NAME" in neither.stderr
