@@ -234,6 +234,23 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
+    import sqlalchemy as sa
+
+    from dq_contracts.engine.sessions import ReadOnlyRefused
+
+    if bool(args.url) == bool(args.server):
+        say("dq-contracts init: give either --url URL or --server NAME (its DQ_CONTRACTS_<NAME>_* endpoint)",
+            file=sys.stderr)
+        return 1
+    try:
+        return _draw(args)
+    # a missing table, a refused endpoint or session, a malformed URL: said in our own words
+    except (LookupError, ValueError, ReadOnlyRefused, sa.exc.ArgumentError) as exc:
+        say(f"dq-contracts init: {exc}", file=sys.stderr)
+        return 1
+
+
+def _draw(args: argparse.Namespace) -> int:
     import os
 
     import sqlalchemy as sa
@@ -244,10 +261,6 @@ def cmd_init(args: argparse.Namespace) -> int:
     from dq_contracts.odcs.draft import draft_text, server_entry
     from dq_contracts.odcs.servers import server_type_of_dialect
 
-    if bool(args.url) == bool(args.server):
-        say("dq-contracts init: give either --url URL or --server NAME (its DQ_CONTRACTS_<NAME>_* endpoint)",
-            file=sys.stderr)
-        return 1
     if args.server:  # the operator's endpoint, as check builds it
         kind = args.server_type or declaration_of(args.server).type
         server = {"server": args.server, "type": kind, **({"schema": args.schema} if args.schema else {})}

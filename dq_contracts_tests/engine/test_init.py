@@ -93,3 +93,20 @@ def test_init_from_the_operators_endpoint(tmp_path):
     assert _cli(tmp_path, "check", "c.odcs.yaml", env=env).returncode == 0
     neither = _cli(tmp_path, "init", "--table", "orders")
     assert neither.returncode == 1 and "--url URL or --server NAME" in neither.stderr
+
+
+REFUSED = [  # arguments, what stderr says (exit 1, no traceback)
+    (["--url", "duckdb:///w.duckdb", "--table", "nowhere"], "table nowhere does not exist"),
+    (["--url", "duckdb:///missing.duckdb", "--table", "orders"], "does not exist; not opening it"),
+    (["--url", "not a url", "--table", "orders"], "Could not parse"),
+    (["--server", "nobody", "--server-type", "postgres", "--table", "orders"], "no endpoint declared"),
+]
+
+
+@pytest.mark.parametrize("args,said", REFUSED)
+def test_init_refusals(tmp_path, args, said):
+    engine = sa.create_engine(f"duckdb:///{tmp_path / 'w.duckdb'}")
+    _fill(engine)
+    engine.dispose()
+    proc = _cli(tmp_path, "init", *args)
+    assert proc.returncode == 1 and said in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
