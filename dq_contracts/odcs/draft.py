@@ -29,8 +29,12 @@ def personal(name: str) -> bool:
 
 
 def _y(value: Any) -> str:
-    """One YAML scalar or flow sequence, as yaml.safe_dump writes it."""
-    text = yaml.safe_dump(value, default_flow_style=True, allow_unicode=False, width=1 << 20)
+    """One YAML scalar or flow sequence on one line, as yaml.safe_dump writes it: a text that is not
+    all printable (a newline, a tab) double-quoted, so its escapes keep it on its line."""
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_y(v) for v in value) + "]"
+    style = '"' if isinstance(value, str) and not value.isprintable() else None
+    text = yaml.safe_dump(value, default_flow_style=True, allow_unicode=False, width=1 << 20, default_style=style)
     return text.removesuffix("\n").removesuffix("\n...").strip()
 
 
@@ -127,8 +131,8 @@ def draft_text(tables: Iterable[Any], server: list[str], contract_id: str) -> st
                     newest = (age, name, column.name)
     if newest is not None:
         days = max(1, math.ceil(newest[0] * 2))
-        lines += ["slaProperties:", f"  {MARK} newest {newest[1]}.{newest[2]} was {newest[0]:.2f} d old; "
+        element = _y(newest[1] + "." + newest[2])  # a name in a comment is dumped too: no newline gets in
+        lines += ["slaProperties:", f"  {MARK} newest {element} was {newest[0]:.2f} d old; "
                   "twice that, at least 1 d",
-                  "  - property: latency", f"    value: {days}", "    unit: d",
-                  f"    element: {_y(newest[1] + '.' + newest[2])}"]
+                  "  - property: latency", f"    value: {days}", "    unit: d", f"    element: {element}"]
     return "\n".join(lines) + "\n"

@@ -66,3 +66,20 @@ def test_latency_on_newest_timestamp():
     table = SimpleNamespace(name="t", rows=3, columns=[old, new], measured_at=NOW)
     sla = yaml.safe_load(draft_text([table], [], "urn:x"))["slaProperties"]
     assert sla == [{"property": "latency", "value": 3, "unit": "d", "element": "t.updated"}]
+
+
+ODD_NAMES = ["a\nb: c", "x # y", "'q'", "caf\u00e9", "\u202eevil"]
+
+
+@pytest.mark.parametrize("name", ODD_NAMES)
+def test_odd_names_stay_one_scalar(name):
+    """A column or table name is written by yaml.safe_dump wherever it appears, comments included."""
+    column = _column(name, "timestamp", distinct=1, minimum=NOW, maximum=NOW, values=None)
+    status = _column("status", "string", distinct=2, max_length=9, values=[name, "ok"])
+    table = SimpleNamespace(name=name, rows=3, columns=[column, status], measured_at=NOW)
+    text = draft_text([table], [], "urn:x")
+    assert text.isascii()
+    doc = yaml.safe_load(text)
+    assert doc["schema"][0]["properties"][0]["name"] == name
+    assert doc["slaProperties"][0]["element"] == f"{name}.{name}"
+    assert doc["schema"][0]["properties"][1]["quality"][0]["arguments"]["validValues"] == [name, "ok"]
