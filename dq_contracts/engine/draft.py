@@ -18,7 +18,7 @@ from dq_contracts.engine.connections import Connection, engine_for
 from dq_contracts.engine.dialects import dialect_of
 from dq_contracts.engine.schema_check import family_of
 from dq_contracts.engine.sessions import DEFAULT_TIMEOUT_SECONDS, read_only
-from dq_contracts.odcs.draft import FEW_VALUES, personal
+from dq_contracts.odcs.draft import FEW_VALUES, few_values, personal
 
 # the families whose values compare (a range is measured) and whose distinct values can be counted
 RANGED = ("integer", "number", "date", "timestamp")
@@ -54,7 +54,8 @@ def _measures(column: ColumnMeasure, value: sa.ColumnElement, length) -> list[tu
     if column.family in RANGED:
         out += [("minimum", sa.func.min(value)), ("maximum", sa.func.max(value))]
     if column.family == "string":
-        out.append(("max_length", sa.func.max(length(value))))
+        # as the maxLength check measures it: the value cast to text (a uuid has no length of its own)
+        out.append(("max_length", sa.func.max(length(sa.cast(value, sa.String)))))
     return out
 
 
@@ -77,8 +78,7 @@ def measure_table(connection: sa.Connection, name: str, schema: str | None) -> T
         for what in ("distinct", "minimum", "maximum", "max_length"):
             if f"c{i}_{what}" in found:
                 setattr(column, what, found[f"c{i}_{what}"])
-        if column.family == "string" and column.distinct is not None and 0 < column.distinct <= FEW_VALUES \
-                and not personal(column.name):
+        if column.family == "string" and few_values(column.distinct, measured.rows) and not personal(column.name):
             value = table.c[column.name]
             query = sa.select(value).where(value.isnot(None)).distinct().limit(FEW_VALUES + 1)
             column.values = sorted(str(v) for v in connection.execute(query).scalars())

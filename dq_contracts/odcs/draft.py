@@ -22,6 +22,11 @@ PERSONAL_TOKENS = ("ip", "dob", "zip", "city", "tel", "mobile", "gender", "age",
 KEY_FAMILIES = ("integer", "string")
 
 
+def few_values(distinct: int | None, rows: int) -> bool:
+    """Values repeated, and few of them: a set of valid values, not a key (each value once)."""
+    return distinct is not None and 0 < distinct <= FEW_VALUES and distinct < rows
+
+
 def personal(name: str) -> bool:
     lowered = name.lower()
     tokens = set(re.split(r"[^a-z0-9]+", re.sub(r"(?<=[a-z])(?=[A-Z])", "_", name).lower()))

@@ -16,7 +16,7 @@ ROWS = [  # (id, email, status, amount, placed, updated_at hours ago, note)
     (3, "cyd@example.com", "paid", 1234, "2026-03-02", 5, None),
 ]
 CREATE = ("CREATE TABLE orders (order_id integer, email varchar(40), status varchar(10), amount numeric(10,2), "
-          "placed date, updated_at timestamp, note varchar(20))")
+          "placed date, updated_at timestamp, note varchar(20), ref uuid)")
 # a planted violation and the check it fails
 PLANTED = [
     ("UPDATE orders SET status = NULL WHERE order_id = 1", "status__not_null"),
@@ -38,9 +38,9 @@ def _fill(engine: sa.Engine) -> None:
         c.exec_driver_sql(CREATE)
         stamp = c.execute(now).scalar()
         for oid, email, status, amount, placed, hours, note in ROWS:
-            c.execute(sa.text("INSERT INTO orders VALUES (:i, :e, :s, :a, CAST(:p AS date), :u, :n)"),
+            c.execute(sa.text("INSERT INTO orders VALUES (:i, :e, :s, :a, CAST(:p AS date), :u, :n, CAST(:r AS uuid))"),
                       dict(i=oid, e=email, s=status, a=amount, p=placed, u=stamp - __import__("datetime").timedelta(
-                          hours=hours), n=note))
+                          hours=hours), n=note, r=f"00000000-0000-4000-8000-00000000000{oid}"))
 
 
 @pytest.fixture(params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])

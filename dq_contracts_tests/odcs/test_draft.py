@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from dq_contracts.odcs.draft import MARK, draft_text, personal, _round
+from dq_contracts.odcs.draft import MARK, draft_text, few_values, personal, _round
 
 ROUNDED = [  # value, floor, ceil
     (1234, 1000, 2000), (7, 7, 7), (0.37, 0.3, 0.4), (-20, -20, -20), (-23.5, -30, -20), (0, 0, 0), (99.99, 90, 100),
@@ -20,6 +20,16 @@ NAMES = [  # name, personal
     ("ip", True), ("client_ip", True), ("birth_date", True), ("card_number", True), ("ssn", True),
     ("status", False), ("zipped", False), ("shipping_mode", False), ("order_id", False), ("country_code", False),
 ]
+
+
+FEW = [  # distinct, rows, a set of valid values
+    (2, 3, True), (10, 1000, True), (11, 1000, False), (3, 3, False), (0, 0, False), (None, 5, False), (1, 1, False),
+]
+
+
+@pytest.mark.parametrize("distinct,rows,expected", FEW)
+def test_few_values(distinct, rows, expected):
+    assert few_values(distinct, rows) is expected
 
 
 @pytest.mark.parametrize("value,low,high", ROUNDED)
