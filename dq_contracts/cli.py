@@ -1,4 +1,4 @@
-"""`dq-contracts validate | plan | check`: contracts from the shell, with no traceback for bad input."""
+"""`dq-contracts validate | plan | check | report | init`: contracts from the shell, with no traceback for bad input."""
 
 from __future__ import annotations
 
@@ -233,6 +233,62 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 1 if loaded.errors or broken else 0
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    import sqlalchemy as sa
+
+    from dq_contracts.engine.sessions import ReadOnlyRefused
+
+    if bool(args.url) == bool(args.server):
+        say("dq-contracts init: give either --url URL or --server NAME (its DQ_CONTRACTS_<NAME>_* endpoint)",
+            file=sys.stderr)
+        return 1
+    try:
+        return _draw(args)
+    # a missing table, a refused endpoint or session, a malformed URL: said in our own words
+    except (LookupError, ValueError, ReadOnlyRefused, sa.exc.ArgumentError) as exc:
+        say(f"dq-contracts init: {exc}", file=sys.stderr)
+        return 1
+
+
+def _draw(args: argparse.Namespace) -> int:
+    import os
+
+    import sqlalchemy as sa
+
+    from dq_contracts.engine.connections import connection_for
+    from dq_contracts.engine.draft import measure, url_connection
+    from dq_contracts.odcs.declaration import declaration_of
+    from dq_contracts.odcs.draft import draft_text, server_entry
+    from dq_contracts.odcs.servers import server_type_of_dialect
+
+    if args.server:  # the operator's endpoint, as check builds it
+        kind = args.server_type or declaration_of(args.server).type
+        server = {"server": args.server, "type": kind, **({"schema": args.schema} if args.schema else {})}
+        connection = connection_for(server)
+        url = connection.url
+    else:
+        url = sa.make_url(args.url)
+    row = server_type_of_dialect(url.get_backend_name())
+    kind = args.server_type or (row.names[0] if row is not None else url.get_backend_name())
+    schema = args.schema or (row.default_schema if row is not None else None)
+    if args.url:
+        connection = url_connection(url, schema)
+    database_path = None
+    if row is not None and row.database_file:  # a file: said from the output's folder, as check reads it
+        folder = os.path.dirname(os.path.abspath(args.output)) if args.output else os.getcwd()
+        database_path = os.path.relpath(os.path.abspath(url.database or ""), folder)
+    tables = measure(connection, args.table, args.timeout)
+    entry = server_entry(url, connection.schema or schema, kind, database_path, args.server or "warehouse")
+    text = draft_text(tables, entry, f"urn:dq-contracts:draft:{tables[0].name}")
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as out:
+            out.write(text)
+        say(f"dq-contracts init: wrote {args.output} ({len(tables)} table(s))")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dq-contracts", description="ODCS v3 data contracts for Dagster")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -264,6 +320,19 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("paths", nargs="+")
     report.add_argument("--format", choices=["text", "json"], default="text")
     report.set_defaults(run=cmd_report)
+
+    init = commands.add_parser("init", help="a draft contract from existing tables, its clauses suggested "
+                               "from one read-only scan of each")
+    init.add_argument("--url", help="the SQLAlchemy URL of the warehouse (duckdb:///file.duckdb, "
+                      "postgresql://...)")
+    init.add_argument("--server", help="instead of --url: the server whose DQ_CONTRACTS_<SERVER>_* endpoint "
+                      "the operator declared, as check uses it")
+    init.add_argument("--table", action="append", required=True, help="a table to draw (repeat for more)")
+    init.add_argument("--schema", help="the schema the tables are in (default: the server type's)")
+    init.add_argument("--server-type", help="the ODCS server type to write (default: the URL's)")
+    init.add_argument("--output", help="the contract file to write (default: standard output)")
+    init.add_argument("--timeout", type=float, default=300, help="statement timeout in seconds (default 300)")
+    init.set_defaults(run=cmd_init)
 
     return parser
 
