@@ -335,25 +335,12 @@ def nested_differences(column: dict[str, Any], found: dict[str, Any], checked: A
 
 def observed_shape(checked: Any, connection: sa.Connection, name: str, found: dict[str, Any],
                    parts: tuple[list[str], str]) -> tuple | None:
-    """The column's nested type: from the type text the catalog read gave (files, lakes, Spark), else
-    from the engine's own catalog (DuckDB's information_schema, PostgreSQL's pg_type)."""
+    """The column's nested type: from the type text the catalog read gave (DuckDB, files, lakes, Spark),
+    else from the engine's own catalog (a PostgreSQL composite's fields in pg_attribute)."""
     reader = CATALOG_SHAPES.get(checked.dialect)
     if reader is not None and checked.files is None:
         return reader(connection, parts, name)
     text = found.get("type_text")
-    return parse_type(str(text)) if text else None
-
-
-_DUCK_COLUMNS = sa.table("columns", sa.column("table_schema"), sa.column("table_name"), sa.column("column_name"),
-                         sa.column("data_type"), schema="information_schema")
-
-
-def _duckdb_shape(connection: sa.Connection, parts: tuple[list[str], str], name: str) -> tuple | None:
-    prefix, table = parts
-    c = _DUCK_COLUMNS.c
-    schema = sa.bindparam(None, prefix[-1], type_=sa.String) if prefix else sa.func.current_schema()
-    text = connection.execute(sa.select(c.data_type).where(c.table_name == table, c.column_name == name,
-                                                           c.table_schema == schema)).scalar()
     return parse_type(str(text)) if text else None
 
 
@@ -395,8 +382,10 @@ def _pg_type_shape(connection: sa.Connection, oid: Any, depth: int) -> tuple:
     return "scalar", row.spelled
 
 
+# where the schema check's catalog read does not spell a column's nested type (a PostgreSQL composite is
+# named, its fields are in pg_attribute); DuckDB's duckdb_columns() spells STRUCT(…)[] whole
 CATALOG_SHAPES: dict[str, Callable[[sa.Connection, tuple[list[str], str], str], tuple | None]] = {
-    "duckdb": _duckdb_shape, "postgresql": _postgres_shape}
+    "postgresql": _postgres_shape}
 
 
 def _compare(prop: dict[str, Any], observed: tuple[str, Any], label: str) -> list[str]:
