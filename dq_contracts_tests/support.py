@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -412,3 +413,32 @@ MATRIX_QUALITY = [
     {"metric": "duplicateValues", "arguments": {"properties": ["code", "kind"]}, "mustBe": 0},
     {"type": "sql", "name": "positive", "query": "SELECT COUNT(*) FROM {object} WHERE amount < 0", "mustBe": 0},
 ]
+
+
+def clean_shell() -> dict[str, str]:
+    """What a new user's shell holds: PATH (without the virtual environment the tests run in) and HOME."""
+    ours = {str(Path(sys.prefix) / "bin"), str(REPO / ".venv" / "bin")}
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "/usr/bin:/bin").split(os.pathsep) if p not in ours)
+    return {"PATH": path, "HOME": os.environ.get("HOME", "/root")}
+
+
+def readme_section(title: str) -> str:
+    """The README's section (or subsection) of that title, up to the next heading of its level or
+    above (a `#` line inside a fenced block is no heading)."""
+    lines, level, out, fenced = (REPO / "README.md").read_text().splitlines(keepends=True), 0, [], False
+    for line in lines:
+        heading = re.match(r"(#+) (.*)", line) if not fenced else None
+        fenced ^= line.startswith("```")
+        if heading and level and len(heading.group(1)) <= level:
+            break
+        if level:
+            out.append(line)
+        elif heading and heading.group(2).strip() == title:
+            level = len(heading.group(1))
+    assert level, f"README has no section {title!r}"
+    return "".join(out)
+
+
+def readme_blocks_of(section: str) -> list[tuple[str, str]]:
+    """The fenced blocks of a README section, in order: (language, text)."""
+    return re.findall(r"^```(\w+)\n(.*?)^```", section, re.M | re.S)
