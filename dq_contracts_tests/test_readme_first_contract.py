@@ -108,3 +108,17 @@ def test_an_external_tables_checks_run_from_dg_as_written(tmp_path):
     assert ran == ["dg scaffold defs dq_contracts.ContractsComponent contracts",
                    "dg check defs && dg launch --job dq_contracts_checks__contracts"]
     assert "contract_jobs: true" in (package / "defs" / "contracts" / "defs.yaml").read_text()
+
+
+def test_the_install_step_names_the_dagster_pins_of_the_package():
+    """The releases the README tells a project to take are the ones pyproject.toml pins."""
+    import tomllib
+
+    pins = [d for d in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+            if d.startswith("dagster")]
+    section = re.sub(r"\s+", " ", readme_section("Your first contract"))
+    assert pins and all(re.fullmatch(r"[\w-]+==[\d.]+", pin) for pin in pins), pins
+    for pin in pins:
+        name, release = pin.split("==")
+        said = re.search(rf"`{re.escape(name)}`\D*?(\d+\.\d+\.\d+)", section)  # the first release after it
+        assert said and said.group(1) == release, (pin, said and said.group(0))
