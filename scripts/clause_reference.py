@@ -204,8 +204,9 @@ def region() -> str:
     missing = sorted({*CLAUSES, PRIMARY_KEY} - {row.clause for row in ROWS})
     if missing:  # a new clause is documented before its reference is written
         raise SystemExit(f"no reference row for clause(s) {', '.join(missing)}: add a Row to {__file__}")
-    lines = [BEGIN, "", "Each example is a fragment of this contract: a property replaces the one of its name, "
-             "object keys go into `orders`, an SLA into `slaProperties`:", "", "```yaml", BASE_TEXT.rstrip(),
+    lines = [BEGIN, "", "Each example is a fragment of this contract: a property replaces the one of its name,",
+             "an object the object of its name, object keys go into `orders`, an SLA into `slaProperties`:",
+             "", "```yaml", BASE_TEXT.rstrip(),
              "```", "", "| clause | what it checks | where | example | check kind → default name |",
              "|---|---|---|---|---|"]
     for row in ROWS:
