@@ -454,17 +454,17 @@ def version_problem(old: str, new: str, changes: list[Change]) -> str | None:
     if not changes:
         return None
     if not (a and b):
-        return (f"version {old} → {new} is not semantic versioning (MAJOR.MINOR.PATCH): the bump cannot be "
+        return (f"{old} → {new} is not semantic versioning (MAJOR.MINOR.PATCH): the bump cannot be "
                 "checked against the changes")
     va, vb = tuple(map(int, a.groups())), tuple(map(int, b.groups()))
     if vb < va:
-        return f"version {old} → {new} goes down"
+        return f"{old} → {new} goes down"
     if vb == va:
-        return f"version {old} unchanged, but the contract changed"
+        return f"{old} unchanged, but the contract changed"
     breaking = any(c.breaking for c in changes)
     major = vb[0] > va[0] or (va[0] == 0 and vb[0] == 0 and vb[1] > va[1])
     if breaking and not major:
-        return (f"version {old} → {new}: breaking changes need a major version bump (to {va[0] + 1}.0.0"
+        return (f"{old} → {new}: breaking changes need a major version bump (to {va[0] + 1}.0.0"
                 f"{'; in 0.y.z a minor one' if va[0] == 0 else ''})")
     return None
 
