@@ -236,7 +236,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_diff(args: argparse.Namespace) -> int:
     from dq_contracts.odcs.diff_report import diff_paths, exit_code, report_text, to_json
 
-    result = diff_paths(args.old, args.new, sys.stdin)
+    result = diff_paths(args.old, args.new, getattr(sys.stdin, "buffer", sys.stdin))
     if args.format == "json":
         say(json.dumps(to_json(result), indent=2, default=str))
     else:

@@ -93,7 +93,9 @@ def test_an_unreadable_side_is_an_error_at_its_line_and_nothing_is_compared(tmp_
                             "broken.odcs.yaml:4: invalid YAML"),
                            (".venv/bin/dq-contracts diff contracts/orders.odcs.yaml missing.odcs.yaml",
                             "missing.odcs.yaml: no such file or folder"),
-                           (".venv/bin/dq-contracts diff - - < broken.odcs.yaml", "<stdin>: only one side")):
+                           (".venv/bin/dq-contracts diff - - < broken.odcs.yaml", "<stdin>: only one side"),
+                           (r"printf 'id: x\377' | .venv/bin/dq-contracts diff - contracts/orders.odcs.yaml",
+                            "<stdin>: not UTF-8 text")):
         done = run(command, shop)
         assert done.returncode == 1, (command, done.stderr)
         assert where in done.stderr, (command, done.stderr)

@@ -7,7 +7,8 @@ or object removed, a type narrowed, a clause added to what existed, a bound, thr
 tightened, a value no longer allowed, a severity raised). A change each way, or one that cannot be
 ordered (a new pattern, another SQL query), is breaking too: nothing says the old data still passes.
 What a new column or object brings with it is part of its addition, not a tightening of anything.
-The reading of inputs and the words of the report are in diff_report.py.
+How one clause compares with its next version is diff_clauses.py; the reading of inputs and
+the words of the report are diff_report.py.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from dq_contracts.odcs.diff_clauses import (CHANGED, FAMILIES, FAMILY_OF_KIND, LOOSER, SAME, TIGHTER, aspects, combine,
+                                           compare_aspect, describe, slot_of)
 from dq_contracts.odcs.plans import CheckPlan, ColumnPlan, ContractPlan, ObjectPlan, Severity
 from dq_contracts.odcs.type_names import type_order
-
-SAME, TIGHTER, LOOSER, CHANGED = "same", "tightened", "relaxed", "changed"
 
 
 @dataclass(frozen=True)
@@ -43,26 +44,13 @@ _FIXED = [
     ChangeKind("table_changed", True, "physicalName changed: the contract speaks of another table"),
     ChangeKind("column_removed", True, "column removed"),
     ChangeKind("column_added", False, "column added"),
+    ChangeKind("physical_name_changed", True, "physicalName changed: another column is read"),
     ChangeKind("type_narrowed", True, "type narrowed"),
     ChangeKind("type_widened", False, "type widened"),
     ChangeKind("severity_raised", True, "severity raised to ERROR: a failure now blocks downstream assets"),
     ChangeKind("severity_lowered", False, "severity lowered to WARN"),
     ChangeKind("other", False, "other"),
 ]
-# family: (the clause kinds in it, its words when added / removed / tightened / relaxed / changed)
-FAMILIES: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
-    "required": (("not_null",), {}),
-    "unique": (("unique",), {}),
-    "primary_key": (("primary_key",), {CHANGED: "key columns changed"}),
-    "bound": (("range", "length", "multiple_of"), {}),
-    "pattern": (("pattern",), {"added": "pattern or format added"}),
-    "enum": (("accepted_values",), {TIGHTER: "value removed", LOOSER: "value added"}),
-    "latency": (("freshness",), {TIGHTER: "shortened", LOOSER: "lengthened"}),
-    "relationship": (("relationship",), {}),
-    "quality_rule": (("null_values", "missing_values", "invalid_values", "duplicate_values", "row_count", "sql"),
-                     {TIGHTER: "threshold tightened", LOOSER: "threshold relaxed"}),
-}
-FAMILY_OF_KIND = {kind: family for family, (kinds, _) in FAMILIES.items() for kind in kinds}
 _BREAKS = {"added": True, "removed": False, TIGHTER: True, LOOSER: False, CHANGED: True}
 CHANGE_KINDS: dict[str, ChangeKind] = {k.code: k for k in _FIXED}
 for _family, (_, _words) in FAMILIES.items():
@@ -110,181 +98,44 @@ class ContractDiff:
         return [c for c in self.changes if c.breaking]
 
 
-# --- comparing what a clause accepts ---------------------------------------------------------------
-
 @dataclass(frozen=True)
-class Interval:
-    """The values accepted: lo..hi, each end open (strict) or closed; None is unbounded."""
+class Field:
+    """A column, or a field or the items of one (`person.ssn`, `tags[]`), as the contract declares it."""
 
-    lo: Any = None
-    lo_strict: bool = False
-    hi: Any = None
-    hi_strict: bool = False
-
-    def meet(self, other: "Interval") -> "Interval":
-        lo, lo_strict = _tighter_end(self.lo, self.lo_strict, other.lo, other.lo_strict, lower=True)
-        hi, hi_strict = _tighter_end(self.hi, self.hi_strict, other.hi, other.hi_strict, lower=False)
-        return Interval(lo, lo_strict, hi, hi_strict)
-
-    def within(self, other: "Interval") -> bool:
-        """Every value this accepts, `other` accepts (TypeError when the ends cannot be ordered)."""
-        return (_at_least_as_tight(self.lo, self.lo_strict, other.lo, other.lo_strict, lower=True)
-                and _at_least_as_tight(self.hi, self.hi_strict, other.hi, other.hi_strict, lower=False))
+    logical_type: str | None
+    physical_type: str | None
+    physical_name: str | None
+    column: ColumnPlan | None = None  # a top-level column's plan
 
 
-def _at_least_as_tight(a, a_strict, b, b_strict, *, lower: bool) -> bool:
-    if b is None:
-        return True
-    if a is None:
-        return False
-    if a == b:
-        return a_strict or not b_strict
-    return a > b if lower else a < b
+def _fields(obj: ObjectPlan) -> dict[str, Field]:
+    """Every declared column and, below it, every field and items, by their label (as a nested
+    clause's `property` says it)."""
+    found = {c.name: Field(c.logical_type, c.physical_type, c.physical_name, c) for c in obj.columns}
+    schema = next((c for c in obj.checks if c.kind == "schema"), None)
+    for declared in (schema.params["columns"] if schema else []):
+        if declared.get("nested") and declared.get("name") in found:
+            _walk(declared["nested"], str(declared["name"]), found)
+    return found
 
 
-def _tighter_end(a, a_strict, b, b_strict, *, lower: bool):
-    return (a, a_strict) if _at_least_as_tight(a, a_strict, b, b_strict, lower=lower) else (b, b_strict)
+def _walk(node: dict, label: str, found: dict[str, Field]) -> None:
+    below = [(f"{label}.{f.get('name')}", f) for f in node.get("properties") or [] if isinstance(f, dict)]
+    if isinstance(node.get("items"), dict):
+        below.append((f"{label}[]", node["items"]))
+    for name, prop in below:
+        found[name] = Field(prop.get("logicalType"), prop.get("physicalType"), prop.get("physicalName"))
+        _walk(prop, name, found)
 
 
-# An operator as the accepted interval of the observed value; mustNotBe(-Between) accept no interval
-_OPERATOR_INTERVAL = {
-    "mustBe": lambda v: Interval(v, False, v, False),
-    "mustBeGreaterThan": lambda v: Interval(lo=v, lo_strict=True),
-    "mustBeGreaterOrEqualTo": lambda v: Interval(lo=v),
-    "mustBeLessThan": lambda v: Interval(hi=v, hi_strict=True),
-    "mustBeLessOrEqualTo": lambda v: Interval(hi=v),
-    "mustBeBetween": lambda v: Interval(min(v), False, max(v), False),
-}
+def _under(label: str | None, labels: set[str]) -> bool:
+    """Whether a property's label is one of `labels` or below one (`person.ssn`, `tags[]` under
+    `person`, `tags`)."""
+    return label is not None and any(label == x or label.startswith((x + ".", x + "[]")) for x in labels)
 
 
-def _conditions(check: CheckPlan) -> Any:
-    """What the check accepts of its observed value: an Interval, or the conditions themselves."""
-    if not all(c.operator in _OPERATOR_INTERVAL for c in check.conditions):
-        return _exact(check.unit, [(c.operator, c.value) for c in check.conditions])
-    accepted = Interval()
-    for condition in check.conditions:
-        accepted = accepted.meet(_OPERATOR_INTERVAL[condition.operator](condition.value))
-    return ("interval", check.unit, accepted)
-
-
-def _exact(*value: Any) -> tuple:
-    return ("exact", json.dumps(value, sort_keys=True, default=str))
-
-
-def _values(values: Iterable[Any] | None) -> frozenset[str]:
-    return frozenset(json.dumps(v, sort_keys=True, default=str) for v in values or ())
-
-
-def _bound(check: CheckPlan) -> Interval:
-    bound, strict = check.params["bound"], bool(check.params.get("strict"))
-    return Interval(lo=bound, lo_strict=strict) if check.params["lower"] else Interval(hi=bound, hi_strict=strict)
-
-
-def _multiple(check: CheckPlan) -> tuple:
-    return ("divisor", check.params["divisor"])
-
-
-def _query(check: CheckPlan) -> tuple:
-    return _exact(re.sub(r"\s+", " ", check.params["query"].strip()))
-
-
-# What each kind's clause says beyond its conditions, as aspects compared one by one: an Interval
-# (narrower is tighter), ("allowed", values) (fewer is tighter), ("counted", values) (values that
-# count against the data: more is tighter), ("divisor", d) (a multiple of d is tighter), ("exact", …)
-ASPECTS = {
-    "schema": lambda c: {},  # its columns are compared as columns
-    "not_null": lambda c: {},
-    "unique": lambda c: {"columns": _exact(c.params["columns"])},
-    "primary_key": lambda c: {"columns": _exact(c.params["columns"])},
-    "duplicate_values": lambda c: {"columns": _exact(c.params["columns"])},
-    "range": lambda c: {"bound": _bound(c)},
-    "length": lambda c: {"bound": _bound(c)},
-    "multiple_of": lambda c: {"divisor": _multiple(c)},
-    "pattern": lambda c: {"pattern": _exact(c.params["pattern"], c.params["format"])},
-    "accepted_values": lambda c: {"values": ("allowed", _values(c.params["values"]))},
-    "missing_values": lambda c: {"values": ("counted", _values(c.params["values"]))},
-    "invalid_values": lambda c: {"values": ("allowed", _values(c.params["valid_values"]))
-                                 if c.params["valid_values"] is not None else _exact(None),
-                                 "pattern": _exact(c.params["pattern"])},
-    "null_values": lambda c: {},
-    "row_count": lambda c: {},
-    "freshness": lambda c: {},  # its latency is its condition: age ≤ max
-    "relationship": lambda c: {"target": _exact(c.params["columns"], c.params["target_table"],
-                                                c.params["target_columns"])},
-    "sql": lambda c: {"query": _query(c)},
-}
-
-
-def _compare_aspect(old: Any, new: Any) -> str:
-    if old == new:
-        return SAME
-    try:
-        if isinstance(old, Interval) and isinstance(new, Interval):
-            return TIGHTER if new.within(old) else LOOSER if old.within(new) else CHANGED
-        if old[0] == new[0] == "interval" and old[1] == new[1]:
-            return _compare_aspect(old[2], new[2])
-        if old[0] == new[0] == "allowed":
-            return TIGHTER if new[1] < old[1] else LOOSER if new[1] > old[1] else CHANGED
-        if old[0] == new[0] == "counted":
-            return TIGHTER if new[1] > old[1] else LOOSER if new[1] < old[1] else CHANGED
-        if old[0] == new[0] == "divisor" and old[1] and new[1]:
-            ratio = new[1] / old[1]  # every multiple of 10 is a multiple of 5
-            return TIGHTER if _whole(ratio) else LOOSER if _whole(1 / ratio) else CHANGED
-    except TypeError:  # ends that cannot be ordered (a date against a number)
-        return CHANGED
-    return CHANGED
-
-
-def _whole(x: float) -> bool:
-    return abs(x - round(x)) < 1e-9
-
-
-def _combine(directions: Iterable[str]) -> str:
-    seen = set(directions) - {SAME}
-    if not seen:
-        return SAME
-    return seen.pop() if len(seen) == 1 else CHANGED
-
-
-def _aspects(checks: list[CheckPlan]) -> dict[str, Any]:
-    """One slot's aspects; several checks on one slot (a minimum and an exclusiveMinimum) meet."""
-    merged: dict[str, Any] = {"conditions": _conditions(checks[0])}
-    for check in checks:
-        for name, value in ASPECTS[check.kind](check).items():
-            merged[name] = merged[name].meet(value) if isinstance(value, Interval) and name in merged else value
-    return merged
-
-
-def _slot(check: CheckPlan) -> tuple:
-    """Which clause of its object a check is, whatever its name: one side of a range or a length
-    (`minimum` and `exclusiveMinimum` are one lower bound), a pattern or a format, else its name."""
-    path = tuple(check.params.get("path") or ())
-    if check.kind in ("range", "length"):
-        return (check.kind, check.property, path, bool(check.params["lower"]))
-    if check.kind == "pattern":
-        return (check.kind, check.property, path, bool(check.params["format"]))
-    return ("name", check.name)
-
-
-_SHOWN_PARAMS = ("bound", "strict", "values", "valid_values", "pattern", "format", "divisor", "columns",
-                 "target_table", "target_columns", "query", "max_age_seconds")
-
-
-def _describe(checks: list[CheckPlan]) -> str:
-    """What a slot's clauses say: their parameters, and the threshold of a rule (a row-level clause's
-    threshold is always "no offending row")."""
-    parts = []
-    for check in checks:
-        said = [f"{k} {v}" for k, v in check.params.items()
-                if k in _SHOWN_PARAMS and v is not None and v is not False and v != []]
-        if FAMILY_OF_KIND[check.kind] == "quality_rule":
-            said.append(check.threshold_text())
-        parts.append(", ".join(said) or check.kind)
-    return "; ".join(parts)
-
-
-def _type_change(old: ColumnPlan, new: ColumnPlan) -> tuple[str, str] | None:
-    """(code, detail) of a column's type change; a logicalType change narrows, except integer → number."""
+def _type_change(old: Field, new: Field) -> tuple[str, str] | None:
+    """(code, detail) of a type change; a logicalType change narrows, except integer → number."""
     if old.logical_type != new.logical_type:
         widened = (old.logical_type, new.logical_type) in {("integer", "number")} or new.logical_type is None
         return ("type_widened" if widened else "type_narrowed",
@@ -368,38 +219,46 @@ def _object_changes(old: ContractPlan, new: ContractPlan) -> list[Change]:
 
 def _column_changes(old: ContractPlan, new: ContractPlan, before: ObjectPlan, after: ObjectPlan) -> list[Change]:
     changes: list[Change] = []
-    old_columns = {c.name: c for c in before.columns}
-    new_columns = {c.name: c for c in after.columns}
-    removed = [c for name, c in old_columns.items() if name not in new_columns]
-    added = [c for name, c in new_columns.items() if name not in old_columns]
-    for column in removed:
-        twins = [a.name for a in added if (a.logical_type, a.physical_type) == (column.logical_type, column.physical_type)]
-        note = f"; renamed? to {', '.join(twins)} (same type)" if twins else ""
-        changes.append(Change("column_removed", f"{before.name}.{column.name}",
-                              f"{column.logical_type or column.physical_type or 'untyped'}{note}"))
-    for column in added:
-        changes.append(Change("column_added", f"{after.name}.{column.name}",
-                              column.logical_type or column.physical_type or "untyped"))
-    for name, column in old_columns.items():
-        if name not in new_columns:
+    old_fields, new_fields = _fields(before), _fields(after)
+    # what is below a removed or added column or field is part of its removal or addition
+    removed = {n for n in old_fields if n not in new_fields}
+    added = {n for n in new_fields if n not in old_fields}
+    removed = {n for n in removed if not _under(n, removed - {n})}
+    added = {n for n in added if not _under(n, added - {n})}
+    for name in removed:
+        field_, twins = old_fields[name], []
+        for other in added:
+            if (new_fields[other].logical_type, new_fields[other].physical_type) == (field_.logical_type,
+                                                                                     field_.physical_type):
+                twins.append(other)
+        note = f"; renamed? to {', '.join(sorted(twins))} (same type)" if twins else ""
+        changes.append(Change("column_removed", f"{before.name}.{name}",
+                              f"{field_.logical_type or field_.physical_type or 'untyped'}{note}"))
+    for name in added:
+        changes.append(Change("column_added", f"{after.name}.{name}",
+                              new_fields[name].logical_type or new_fields[name].physical_type or "untyped"))
+    for name, field_ in old_fields.items():
+        now = new_fields.get(name)
+        if now is None:
             continue
-        change = _type_change(column, new_columns[name])
+        change = _type_change(field_, now)
         if change:
             changes.append(Change(change[0], f"{after.name}.{name}", change[1]))
-        if (column.classification, column.description) != (new_columns[name].classification,
-                                                           new_columns[name].description):
+        if field_.physical_name != now.physical_name:
+            changes.append(Change("physical_name_changed", f"{after.name}.{name}",
+                                  f"{field_.physical_name} → {now.physical_name}"))
+        if field_.column and now.column and (field_.column.classification, field_.column.description) != (
+                now.column.classification, now.column.description):
             changes.append(Change("other", f"{after.name}.{name}", "classification or description changed"))
-    # a removed or added column's clauses are part of its removal or addition
-    skip = {c.name for c in removed} | {c.name for c in added}
-    changes += _clause_changes(old, new, before, after, skip)
+    changes += _clause_changes(old, new, before, after, removed | added)
     return changes
 
 
 def _slots(obj: ObjectPlan, skip: set[str]) -> dict[tuple, list[CheckPlan]]:
     found: dict[tuple, list[CheckPlan]] = {}
     for check in obj.checks:
-        if check.kind != "schema" and check.property not in skip:
-            found.setdefault(_slot(check), []).append(check)
+        if check.kind != "schema" and not _under(check.property, skip):
+            found.setdefault(slot_of(check), []).append(check)
     return found
 
 
@@ -415,12 +274,12 @@ def _clause_changes(old: ContractPlan, new: ContractPlan, before: ObjectPlan, af
         if was is None or now is None:
             direction = "added" if was is None else "removed"
             location = _at(new.file, now[0].line) if now else _at(old.file, was[0].line)
-            changes.append(Change(f"{family}_{direction}", where, _describe(now or was), location))
+            changes.append(Change(f"{family}_{direction}", where, describe(now or was), location))
             continue
-        olds, news = _aspects(was), _aspects(now)
-        direction = _combine(_compare_aspect(olds.get(k), news.get(k)) for k in {*olds, *news})
+        olds, news = aspects(was), aspects(now)
+        direction = combine(compare_aspect(olds.get(k), news.get(k)) for k in {*olds, *news})
         if direction != SAME:
-            changes.append(Change(f"{family}_{direction}", where, f"{_describe(was)} → {_describe(now)}",
+            changes.append(Change(f"{family}_{direction}", where, f"{describe(was)} → {describe(now)}",
                                   _at(new.file, now[0].line)))
         old_severity = max(c.severity == Severity.ERROR for c in was)
         new_severity = max(c.severity == Severity.ERROR for c in now)

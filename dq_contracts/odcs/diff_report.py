@@ -34,7 +34,7 @@ class DiffResult:
         return [d.version_problem for d in self.diffs if d.version_problem]
 
 
-def read_side(path: str, stdin: IO[str] | None) -> tuple[list[ContractPlan], list[Problem]]:
+def read_side(path: str, stdin: IO[bytes] | None) -> tuple[list[ContractPlan], list[Problem]]:
     """The contracts of one side, and the errors that keep any of them from being read. A plan the
     operator's declaration would refuse (a server, a root) is still compared: the diff connects to
     nothing, so that is no concern of it."""
@@ -42,11 +42,12 @@ def read_side(path: str, stdin: IO[str] | None) -> tuple[list[ContractPlan], lis
         return _plans_of(load_contracts([path], environ={}), path)
     if stdin is None:
         return [], [Problem(STDIN_SHOWN, "no standard input to read")]
-    text = stdin.read(MAX_FILE_BYTES + 1)
+    # bytes, read as a file is (the loader refuses what is not UTF-8 text, too large, ...)
+    raw = stdin.read(MAX_FILE_BYTES + 1)
     with tempfile.TemporaryDirectory(prefix="dq-contracts-diff-") as folder:
-        name = os.path.join(folder, "stdin.odcs.json" if text.lstrip().startswith("{") else "stdin.odcs.yaml")
-        with open(name, "w", encoding="utf-8") as out:
-            out.write(text)
+        name = os.path.join(folder, "stdin.odcs.json" if raw.lstrip().startswith(b"{") else "stdin.odcs.yaml")
+        with open(name, "wb") as out:
+            out.write(raw)
         plans, errors = _plans_of(load_contracts([name], environ={}), name)
         shown = display_path(name)
         return ([dataclasses.replace(p, file=STDIN_SHOWN) for p in plans],
@@ -62,7 +63,7 @@ def _plans_of(result, path: str) -> tuple[list[ContractPlan], list[Problem]]:
     return result.plans, errors
 
 
-def diff_paths(old: str, new: str, stdin: IO[str] | None = None) -> DiffResult:
+def diff_paths(old: str, new: str, stdin: IO[bytes] | None = None) -> DiffResult:
     if old == new == STDIN:
         return DiffResult(errors=[Problem(STDIN_SHOWN, "only one side can be read from standard input")])
     old_plans, old_errors = read_side(old, stdin)

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from dq_contracts.odcs.check_kinds import CHECK_KINDS
 from dq_contracts.odcs.diff import CHANGE_KINDS, FAMILIES
+from dq_contracts.odcs.diff_clauses import ASPECTS, FAMILY_OF_KIND
 from dq_contracts.odcs.diff_report import diff_paths, exit_code
 
 CASES = yaml.safe_load((Path(__file__).parent / "cases" / "diff.yaml").read_text())
@@ -75,3 +77,9 @@ def test_every_change_has_rows_each_way():
     for family in FAMILIES:
         ways = {CHANGE_KINDS[code].breaking for code in shown if code.startswith(family + "_")}
         assert ways == {True, False}, (family, ways)
+
+
+def test_every_check_kind_has_a_family_and_its_aspects():
+    """A new check kind must say how two versions of its clause compare (diff_clauses.py)."""
+    assert set(CHECK_KINDS) - {"schema"} == set(FAMILY_OF_KIND)
+    assert set(CHECK_KINDS) == set(ASPECTS)
