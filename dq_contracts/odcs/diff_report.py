@@ -10,7 +10,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from dq_contracts.odcs.diff import CHANGE_KINDS, ContractDiff, check_fates, compare_plans, pair_contracts
+from dq_contracts.odcs.diff import ContractDiff, compare_plans, pair_contracts
 from dq_contracts.odcs.load import load_contracts
 from dq_contracts.odcs.loader import MAX_FILE_BYTES, display_path
 from dq_contracts.odcs.plans import ContractPlan
@@ -119,14 +119,14 @@ def report_text(result: DiffResult) -> list[str]:
         fates = {fate: [f for f in d.checks if f.fate == fate] for fate in ("kept", "new", "gone")}
         lines.append(f"  Dagster history: {len(fates['kept'])} check(s) keep theirs, {len(fates['new'])} new, "
                      f"{len(fates['gone'])} gone")
-        for fate, words in (("new", "new (no history yet)"), ("gone", "gone (its history stays under the old "
-                                                                      "name, no longer evaluated)")):
+        for fate, words in (("new", "new (no history yet)"),
+                            ("gone", "gone (no longer evaluated; its history stays in the instance)")):
             for f in fates[fate]:
-                lines.append(f"    {words}: {'/'.join(f.asset_key)} {f.name}")
+                lines.append(f"    {words}: {f.name} on {'/'.join(f.asset_key)}")
         if d.version_problem:
             lines.append(f"  version: {d.version_problem}")
     breaking = sum(len(d.breaking) for d in result.diffs)
-    lines.append(f"{breaking} breaking change(s), {sum(len(d.changes) for d in result.diffs) - breaking} other(s)"
+    lines.append(f"{breaking} breaking change(s), {sum(len(d.changes) for d in result.diffs) - breaking} not breaking"
                  f"{', version bump wrong' if result.version_problems else ''}")
     return lines
 
@@ -134,5 +134,3 @@ def report_text(result: DiffResult) -> list[str]:
 def _title(plan: ContractPlan | None) -> str:
     return "(none)" if plan is None else f"{plan.file} {plan.id} {plan.version}"
 
-
-__all__ = ["CHANGE_KINDS", "DiffResult", "check_fates", "diff_paths", "exit_code", "report_text", "to_json"]
