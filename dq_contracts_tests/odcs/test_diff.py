@@ -12,6 +12,7 @@ from dq_contracts.odcs.check_kinds import CHECK_KINDS
 from dq_contracts.odcs.diff import CHANGE_KINDS, FAMILIES
 from dq_contracts.odcs.diff_clauses import ASPECTS, FAMILY_OF_KIND
 from dq_contracts.odcs.diff_report import diff_paths, exit_code
+from dq_contracts_tests.support import CORPUS
 
 CASES = yaml.safe_load((Path(__file__).parent / "cases" / "diff.yaml").read_text())
 
@@ -83,3 +84,55 @@ def test_every_check_kind_has_a_family_and_its_aspects():
     """A new check kind must say how two versions of its clause compare (diff_clauses.py)."""
     assert set(CHECK_KINDS) - {"schema"} == set(FAMILY_OF_KIND)
     assert set(CHECK_KINDS) == set(ASPECTS)
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/odcs/corpus is not beside the checkout")
+def test_every_readable_corpus_contract_against_itself_is_no_change():
+    """Whatever a real contract holds, it compares with itself without an error: no change, every
+    check keeps its history, exit 0."""
+    compared = 0
+    for path in sorted(CORPUS.rglob("*")):
+        if not path.is_file() or not path.name.endswith((".yaml", ".yml", ".json")) or path.name == "index.json":
+            continue
+        result = diff_paths(str(path), str(path))
+        if result.errors:  # the negative tests and other unreadable files: said, not compared
+            assert exit_code(result, allow_breaking=True) == 1
+            continue
+        compared += 1
+        for found in result.diffs:
+            assert found.changes == [] and found.version_problem is None, (path, found.changes)
+            assert {f.fate for f in found.checks} <= {"kept"}
+        assert exit_code(result, allow_breaking=False) == 0
+    assert compared >= 40, compared
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/odcs/corpus is not beside the checkout")
+def test_every_corpus_contract_without_its_first_column_breaks(tmp_path):
+    """Each readable real contract, its first object's first column taken out: that column is said
+    removed and breaking, and the command fails."""
+    import json
+
+    from dq_contracts.odcs.loader import read_document
+
+    tried = 0
+    for path in sorted(CORPUS.rglob("*")):
+        if not path.is_file() or path.suffix not in (".yaml", ".yml", ".json") or path.name == "index.json":
+            continue
+        if diff_paths(str(path), str(path)).errors:
+            continue
+        document, _ = read_document(path, explicit=True)
+        objects = [o for o in document.data.get("schema") or [] if isinstance(o, dict) and o.get("properties")]
+        if not objects:
+            continue
+        gone = objects[0]["properties"].pop(0)
+        changed = tmp_path / f"{tried}.odcs.json"
+        changed.write_text(json.dumps(document.data, default=str))
+        result = diff_paths(str(path), str(changed))
+        if result.errors:  # a column another clause needs (a key, an SLA element) may be refused without it
+            continue
+        tried += 1
+        (found,) = result.diffs
+        removed = [c for c in found.changes if c.code == "column_removed"]
+        assert [c.where for c in removed] == [f"{objects[0]['name']}.{gone['name']}"], (path, found.changes)
+        assert removed[0].breaking and exit_code(result, allow_breaking=False) == 1
+    assert tried >= 20, tried
