@@ -201,5 +201,5 @@ def describe(checks: list[CheckPlan]) -> str:
                 if k in _SHOWN_PARAMS and v is not None and v is not False and v != []]
         if FAMILY_OF_KIND[check.kind] == "quality_rule":
             said.append(check.threshold_text())
-        parts.append(", ".join(said) or check.kind)
-    return "; ".join(parts)
+        parts.append(", ".join(said))
+    return "; ".join(p for p in parts if p)

@@ -86,6 +86,28 @@ def test_every_check_kind_has_a_family_and_its_aspects():
     assert set(CHECK_KINDS) == set(ASPECTS)
 
 
+OPPOSITE = {"added": "removed", "removed": "added", "tightened": "relaxed", "relaxed": "tightened",
+            "changed": "changed"}
+
+
+def _clause_changes(changes) -> list[tuple[str, str]]:
+    found = []
+    for change in changes:
+        family, _, direction = change.code.rpartition("_")
+        if family in FAMILIES:
+            found.append((family, direction))
+    return sorted(found)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["case"] for c in CASES])
+def test_each_clause_change_read_backwards_is_its_opposite(case, tmp_path):
+    """NEW → OLD undoes OLD → NEW: what was tightened is relaxed, what was added is removed, what
+    cannot be ordered stays so."""
+    forward = _diff(case, tmp_path).diffs[0].changes
+    backward = _diff({**case, "old": case["new"], "new": case["old"]}, tmp_path).diffs[0].changes
+    assert _clause_changes(backward) == sorted((f, OPPOSITE[d]) for f, d in _clause_changes(forward))
+
+
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/odcs/corpus is not beside the checkout")
 def test_every_readable_corpus_contract_against_itself_is_no_change():
     """Whatever a real contract holds, it compares with itself without an error: no change, every
