@@ -102,6 +102,10 @@ def test_an_unreadable_side_is_an_error_at_its_line_and_nothing_is_compared(tmp_
         assert "Traceback" not in done.stderr and done.stdout == ""
         allowed = run(command + " --allow-breaking", shop)
         assert allowed.returncode == 1  # breaking may be allowed, an unreadable side is never compared
+    as_json = run(".venv/bin/dq-contracts diff contracts/orders.odcs.yaml broken.odcs.yaml --format json", shop)
+    assert as_json.returncode == 1
+    (error,) = json.loads(as_json.stdout)["errors"]
+    assert (error["file"], error["line"]) == ("broken.odcs.yaml", 4) and "invalid YAML" in error["message"]
 
 
 def test_folders_pair_contracts_by_id(tmp_path):

@@ -166,7 +166,10 @@ def compare_plans(old: ContractPlan | None, new: ContractPlan | None) -> Contrac
         found.changes.append(Change("id_changed", new.id, f"{old.id} → {new.id}"))
     for label, before, after in (("name", old.name, new.name), ("status", old.status, new.status),
                                  ("domain", old.domain, new.domain), ("description", old.description, new.description),
-                                 ("tags", old.tags, new.tags), ("owners", old.owners, new.owners)):
+                                 ("tags", old.tags, new.tags), ("owners", old.owners, new.owners),
+                                 ("servers", old.servers, new.servers),
+                                 ("crons", [(c.cron, c.checks) for c in old.schedules],
+                                  [(c.cron, c.checks) for c in new.schedules])):
         if before != after:
             found.changes.append(Change("other", new.id, f"{label} {_short(before)} → {_short(after)}"))
     found.changes.extend(_object_changes(old, new))

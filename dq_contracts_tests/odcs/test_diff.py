@@ -24,6 +24,8 @@ def build(fragment: dict, version: str) -> dict:
            "version": fragment.get("version", version), "status": "active", "schema": schema}
     if "sla" in fragment:
         doc["slaProperties"] = fragment["sla"]
+    if "servers" in fragment:
+        doc["servers"] = fragment["servers"]
     return doc
 
 
