@@ -168,8 +168,8 @@ def compare_plans(old: ContractPlan | None, new: ContractPlan | None) -> Contrac
                                  ("domain", old.domain, new.domain), ("description", old.description, new.description),
                                  ("tags", old.tags, new.tags), ("owners", old.owners, new.owners),
                                  ("servers", old.servers, new.servers),
-                                 ("crons", [(c.cron, c.checks) for c in old.schedules],
-                                  [(c.cron, c.checks) for c in new.schedules])):
+                                 ("crons", sorted(c.cron for c in old.schedules),
+                                  sorted(c.cron for c in new.schedules))):
         if before != after:
             found.changes.append(Change("other", new.id, f"{label} {_short(before)} → {_short(after)}"))
     found.changes.extend(_object_changes(old, new))
