@@ -1,4 +1,4 @@
-"""`dq-contracts validate | plan | check | report | init`: contracts from the shell, with no traceback for bad input."""
+"""`dq-contracts validate | plan | check | report | diff | init`: contracts from the shell, with no traceback for bad input."""
 
 from __future__ import annotations
 
@@ -233,6 +233,18 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 1 if loaded.errors or broken else 0
 
 
+def cmd_diff(args: argparse.Namespace) -> int:
+    from dq_contracts.odcs.diff_report import diff_paths, exit_code, report_text, to_json
+
+    result = diff_paths(args.old, args.new, getattr(sys.stdin, "buffer", sys.stdin))
+    if args.format == "json":
+        say(json.dumps(to_json(result), indent=2, default=str))
+    else:
+        for line in report_text(result):
+            say(line, file=sys.stderr if result.errors else None)
+    return exit_code(result, args.allow_breaking)
+
+
 def cmd_init(args: argparse.Namespace) -> int:
     import sqlalchemy as sa
 
@@ -320,6 +332,14 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("paths", nargs="+")
     report.add_argument("--format", choices=["text", "json"], default="text")
     report.set_defaults(run=cmd_report)
+
+    diff = commands.add_parser("diff", help="what changed between two versions of a contract: breaking or not, "
+                               "and what it does to each check's history")
+    diff.add_argument("old", help="the old version: a file, a folder, or - for standard input")
+    diff.add_argument("new", help="the new version: a file, a folder, or -")
+    diff.add_argument("--format", choices=["text", "json"], default="text")
+    diff.add_argument("--allow-breaking", action="store_true", help="exit 0 on breaking changes and version bumps")
+    diff.set_defaults(run=cmd_diff)
 
     init = commands.add_parser("init", help="a draft contract from existing tables, its clauses suggested "
                                "from one read-only scan of each")

@@ -91,3 +91,37 @@ def split_arguments(text: str) -> tuple[str, str]:
         return re.sub(r"\s+", " ", text.strip()), ""
     base = (text[:found.start()] + " " + text[found.end():]).strip()
     return re.sub(r"\s+", " ", base).replace(" [", "["), "(" + re.sub(r"\s", "", found.group(1)) + ")"
+
+
+# How a declared physicalType changed between two versions of a contract (`dq-contracts diff`):
+# integer and float sizes in bytes per spelling; a text type's length is its argument (none:
+# unbounded); a decimal's precision, scale and whole digits. Another type altogether is "changed".
+_INT_SIZES = {"tinyint": 1, "int1": 1, "smallint": 2, "int2": 2, "mediumint": 3, "int": 4, "integer": 4,
+              "int4": 4, "bigint": 8, "int8": 8, "long": 8, "hugeint": 16}
+_FLOAT_SIZES = {"real": 4, "float4": 4, "double": 8, "double precision": 8, "float8": 8}
+_TEXT = {"varchar", "character varying", "char", "character", "nvarchar", "nchar", "bpchar", "string", "text"}
+_DECIMAL = {"decimal", "numeric", "number"}
+_SIZED = re.compile(r"\s*([a-z][a-z0-9_ ]*?)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?\s*")
+
+
+def type_order(old: str, new: str) -> str:
+    """"same", "narrowed", "widened", or "changed" (another family, or a decimal narrowed one way and
+    widened another)."""
+    a, b = _SIZED.fullmatch(old.lower()), _SIZED.fullmatch(new.lower())
+    if not (a and b):
+        return "same" if old.strip().lower() == new.strip().lower() else "changed"
+    (na, pa, sa), (nb, pb, sb) = a.groups(), b.groups()
+    for sizes in (_INT_SIZES, _FLOAT_SIZES):
+        if na in sizes and nb in sizes:
+            return _order(sizes[na], sizes[nb])
+    if na in _TEXT and nb in _TEXT:  # varchar(8) → varchar(4) narrows; → text widens
+        return _order(float(pa) if pa else float("inf"), float(pb) if pb else float("inf"))
+    if na in _DECIMAL and nb in _DECIMAL and pa and pb:
+        ways = {_order(int(pa), int(pb)), _order(int(sa or 0), int(sb or 0)),
+                _order(int(pa) - int(sa or 0), int(pb) - int(sb or 0))} - {"same"}
+        return ways.pop() if len(ways) == 1 else "changed" if ways else "same"
+    return "same" if (na, pa, sa) == (nb, pb, sb) else "changed"
+
+
+def _order(old: float, new: float) -> str:
+    return "same" if old == new else "narrowed" if new < old else "widened"

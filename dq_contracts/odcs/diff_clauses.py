@@ -1,0 +1,205 @@
+"""What each clause of a contract accepts, and how two versions of one clause compare
+(`dq-contracts diff`, diff.py): tightened (it accepts less), relaxed (more), changed (neither
+contains the other, or nothing orders them: another pattern, another SQL query), or the same.
+
+A check's slot is which clause of its object it is, whatever its name; its aspects are what it
+accepts, each compared on its own: the interval of the observed value its conditions allow, a
+bound's interval, a set of values, a divisor, or an exact value.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from dq_contracts.odcs.plans import CheckPlan
+
+SAME, TIGHTER, LOOSER, CHANGED = "same", "tightened", "relaxed", "changed"
+
+# family: (the clause kinds in it, its words when added / removed / tightened / relaxed / changed)
+FAMILIES: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
+    "required": (("not_null",), {}),
+    "unique": (("unique",), {}),
+    "primary_key": (("primary_key",), {CHANGED: "key columns changed"}),
+    "bound": (("range", "length", "multiple_of"), {}),
+    "pattern": (("pattern",), {"added": "pattern or format added"}),
+    "enum": (("accepted_values",), {TIGHTER: "value removed", LOOSER: "value added"}),
+    "latency": (("freshness",), {TIGHTER: "shortened", LOOSER: "lengthened"}),
+    "relationship": (("relationship",), {}),
+    "quality_rule": (("null_values", "missing_values", "invalid_values", "duplicate_values", "row_count", "sql"),
+                     {TIGHTER: "threshold tightened", LOOSER: "threshold relaxed"}),
+}
+FAMILY_OF_KIND = {kind: family for family, (kinds, _) in FAMILIES.items() for kind in kinds}
+
+
+@dataclass(frozen=True)
+class Interval:
+    """The values accepted: lo..hi, each end open (strict) or closed; None is unbounded."""
+
+    lo: Any = None
+    lo_strict: bool = False
+    hi: Any = None
+    hi_strict: bool = False
+
+    def meet(self, other: "Interval") -> "Interval":
+        lo, lo_strict = _tighter_end(self.lo, self.lo_strict, other.lo, other.lo_strict, lower=True)
+        hi, hi_strict = _tighter_end(self.hi, self.hi_strict, other.hi, other.hi_strict, lower=False)
+        return Interval(lo, lo_strict, hi, hi_strict)
+
+    def within(self, other: "Interval") -> bool:
+        """Every value this accepts, `other` accepts (TypeError when the ends cannot be ordered)."""
+        return (_at_least_as_tight(self.lo, self.lo_strict, other.lo, other.lo_strict, lower=True)
+                and _at_least_as_tight(self.hi, self.hi_strict, other.hi, other.hi_strict, lower=False))
+
+
+def _at_least_as_tight(a, a_strict, b, b_strict, *, lower: bool) -> bool:
+    if b is None:
+        return True
+    if a is None:
+        return False
+    if a == b:
+        return a_strict or not b_strict
+    return a > b if lower else a < b
+
+
+def _tighter_end(a, a_strict, b, b_strict, *, lower: bool):
+    return (a, a_strict) if _at_least_as_tight(a, a_strict, b, b_strict, lower=lower) else (b, b_strict)
+
+
+# An operator as the accepted interval of the observed value; mustNotBe(-Between) accept no interval
+_OPERATOR_INTERVAL = {
+    "mustBe": lambda v: Interval(v, False, v, False),
+    "mustBeGreaterThan": lambda v: Interval(lo=v, lo_strict=True),
+    "mustBeGreaterOrEqualTo": lambda v: Interval(lo=v),
+    "mustBeLessThan": lambda v: Interval(hi=v, hi_strict=True),
+    "mustBeLessOrEqualTo": lambda v: Interval(hi=v),
+    "mustBeBetween": lambda v: Interval(min(v), False, max(v), False),
+}
+
+
+def _conditions(check: CheckPlan) -> Any:
+    """What the check accepts of its observed value: an Interval, or the conditions themselves."""
+    if not all(c.operator in _OPERATOR_INTERVAL for c in check.conditions):
+        return _exact(check.unit, [(c.operator, c.value) for c in check.conditions])
+    accepted = Interval()
+    for condition in check.conditions:
+        accepted = accepted.meet(_OPERATOR_INTERVAL[condition.operator](condition.value))
+    return ("interval", check.unit, accepted)
+
+
+def _exact(*value: Any) -> tuple:
+    return ("exact", json.dumps(value, sort_keys=True, default=str))
+
+
+def _values(values: Iterable[Any] | None) -> frozenset[str]:
+    return frozenset(json.dumps(v, sort_keys=True, default=str) for v in values or ())
+
+
+def _bound(check: CheckPlan) -> Interval:
+    bound, strict = check.params["bound"], bool(check.params.get("strict"))
+    return Interval(lo=bound, lo_strict=strict) if check.params["lower"] else Interval(hi=bound, hi_strict=strict)
+
+
+def _multiple(check: CheckPlan) -> tuple:
+    return ("divisor", check.params["divisor"])
+
+
+def _query(check: CheckPlan) -> tuple:
+    return _exact(re.sub(r"\s+", " ", check.params["query"].strip()))
+
+
+# What each kind's clause says beyond its conditions, as aspects compared one by one: an Interval
+# (narrower is tighter), ("allowed", values) (fewer is tighter), ("counted", values) (values that
+# count against the data: more is tighter), ("divisor", d) (a multiple of d is tighter), ("exact", …)
+ASPECTS = {
+    "schema": lambda c: {},  # its columns are compared as columns
+    "not_null": lambda c: {},
+    "unique": lambda c: {"columns": _exact(c.params["columns"])},
+    "primary_key": lambda c: {"columns": _exact(c.params["columns"])},
+    "duplicate_values": lambda c: {"columns": _exact(c.params["columns"])},
+    "range": lambda c: {"bound": _bound(c)},
+    "length": lambda c: {"bound": _bound(c)},
+    "multiple_of": lambda c: {"divisor": _multiple(c)},
+    "pattern": lambda c: {"pattern": _exact(c.params["pattern"], c.params["format"])},
+    "accepted_values": lambda c: {"values": ("allowed", _values(c.params["values"]))},
+    "missing_values": lambda c: {"values": ("counted", _values(c.params["values"]))},
+    "invalid_values": lambda c: {"values": ("allowed", _values(c.params["valid_values"]))
+                                 if c.params["valid_values"] is not None else _exact(None),
+                                 "pattern": _exact(c.params["pattern"])},
+    "null_values": lambda c: {},
+    "row_count": lambda c: {},
+    "freshness": lambda c: {},  # its latency is its condition: age ≤ max
+    "relationship": lambda c: {"target": _exact(c.params["columns"], c.params["target_table"],
+                                                c.params["target_columns"])},
+    "sql": lambda c: {"query": _query(c)},
+}
+
+
+def compare_aspect(old: Any, new: Any) -> str:
+    if old == new:
+        return SAME
+    try:
+        if isinstance(old, Interval) and isinstance(new, Interval):
+            return TIGHTER if new.within(old) else LOOSER if old.within(new) else CHANGED
+        if old[0] == new[0] == "interval" and old[1] == new[1]:
+            return compare_aspect(old[2], new[2])
+        if old[0] == new[0] == "allowed":
+            return TIGHTER if new[1] < old[1] else LOOSER if new[1] > old[1] else CHANGED
+        if old[0] == new[0] == "counted":
+            return TIGHTER if new[1] > old[1] else LOOSER if new[1] < old[1] else CHANGED
+        if old[0] == new[0] == "divisor" and old[1] and new[1]:
+            ratio = new[1] / old[1]  # every multiple of 10 is a multiple of 5
+            return TIGHTER if _whole(ratio) else LOOSER if _whole(1 / ratio) else CHANGED
+    except TypeError:  # ends that cannot be ordered (a date against a number)
+        return CHANGED
+    return CHANGED
+
+
+def _whole(x: float) -> bool:
+    return abs(x - round(x)) < 1e-9
+
+
+def combine(directions: Iterable[str]) -> str:
+    seen = set(directions) - {SAME}
+    if not seen:
+        return SAME
+    return seen.pop() if len(seen) == 1 else CHANGED
+
+
+def aspects(checks: list[CheckPlan]) -> dict[str, Any]:
+    """One slot's aspects; several checks on one slot (a minimum and an exclusiveMinimum) meet."""
+    merged: dict[str, Any] = {"conditions": _conditions(checks[0])}
+    for check in checks:
+        for name, value in ASPECTS[check.kind](check).items():
+            merged[name] = merged[name].meet(value) if isinstance(value, Interval) and name in merged else value
+    return merged
+
+
+def slot_of(check: CheckPlan) -> tuple:
+    """Which clause of its object a check is, whatever its name: one side of a range or a length
+    (`minimum` and `exclusiveMinimum` are one lower bound), a pattern or a format, else its name."""
+    path = tuple(check.params.get("path") or ())
+    if check.kind in ("range", "length"):
+        return (check.kind, check.property, path, bool(check.params["lower"]))
+    if check.kind == "pattern":
+        return (check.kind, check.property, path, bool(check.params["format"]))
+    return ("name", check.name)
+
+
+_SHOWN_PARAMS = ("bound", "strict", "values", "valid_values", "pattern", "format", "divisor", "columns",
+                 "target_table", "target_columns", "query", "max_age_seconds")
+
+
+def describe(checks: list[CheckPlan]) -> str:
+    """What a slot's clauses say: their parameters, and the threshold of a rule (a row-level clause's
+    threshold is always "no offending row")."""
+    parts = []
+    for check in checks:
+        said = [f"{k} {v}" for k, v in check.params.items()
+                if k in _SHOWN_PARAMS and v is not None and v is not False and v != []]
+        if FAMILY_OF_KIND[check.kind] == "quality_rule":
+            said.append(check.threshold_text())
+        parts.append(", ".join(said))
+    return "; ".join(p for p in parts if p)
