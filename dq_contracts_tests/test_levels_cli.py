@@ -107,3 +107,24 @@ def test_the_readme_levels_example_says_what_the_readme_shows(tmp_path):
     proc = run(tmp_path, "check", "c.odcs.yaml")
     assert shown.strip() in [line.rstrip() for line in proc.stdout.splitlines()], proc.stdout
     assert "fail unless < 5%, warn unless < 1%" in run(tmp_path, "plan", "c.odcs.yaml").stdout
+
+
+def test_init_suggests_a_warn_level_that_the_table_passes_today(tmp_path):
+    """1 NULL in 10 rows: init writes warn above 10 %, fail above 20 %; 2 NULLs warn, 3 fail."""
+    with duckdb.connect(str(tmp_path / "wh.duckdb")) as connection:
+        connection.execute("CREATE TABLE t AS SELECT i AS id, CASE WHEN i < 1 THEN NULL ELSE 'x' || i END AS note "
+                           "FROM range(10) r(i)")
+    made = run(tmp_path, "init", "--url", f"duckdb:///{tmp_path / 'wh.duckdb'}", "--table", "t", "--output", "c.odcs.yaml")
+    assert made.returncode == 0, made.stderr
+    [rule] = [r for p in yaml.safe_load((tmp_path / "c.odcs.yaml").read_text())["schema"][0]["properties"]
+              for r in p.get("quality", []) if r["metric"] == "nullValues"]
+    assert (rule["mustBeLessOrEqualTo"], rule["customProperties"][0]["value"]) == (20, {"mustBeLessOrEqualTo": 10})
+    statuses = []
+    for planted in (0, 1, 2):  # NULLs added to the one measured
+        if planted:
+            with duckdb.connect(str(tmp_path / "wh.duckdb")) as connection:
+                connection.execute("UPDATE t SET note = NULL WHERE id = ?", [planted])
+        proc = run(tmp_path, "check", "c.odcs.yaml", "--format", "json")
+        [result] = [r for r in json.loads(proc.stdout)["results"] if r["name"] == "note__null_values"]
+        statuses.append((result["status"], proc.returncode == 1))
+    assert statuses == [("pass", False), ("warn", False), ("fail", True)]
