@@ -83,3 +83,15 @@ def _conditions(value: Any, at: list) -> tuple[Condition, ...]:
 
 def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def misplaced(node: dict[str, Any], parts: list) -> list[tuple[str, list]]:
+    """A `warnThreshold` (or a near spelling) among a property's own customProperties: (why, where) each.
+    Its flags fail on one offending row, so no level comes before them: the entry would do nothing."""
+    entries = node.get("customProperties")
+    return [(f"{entry['property']!r} on a property: its flags (required, unique, the bounds, lengths, "
+             f"patterns) fail on one offending row, so nothing warns before them; put {WARN_THRESHOLD} on a "
+             "quality rule of the property (metric: nullValues with mustBeLessThan, say)", [*parts, "customProperties", i])
+            for i, entry in enumerate(entries if isinstance(entries, list) else [])
+            if isinstance(entry, dict) and isinstance(entry.get("property"), str)
+            and (entry["property"] in (WARN_THRESHOLD, FAIL_THRESHOLD) or did_you_mean(entry["property"], [WARN_THRESHOLD]))]
