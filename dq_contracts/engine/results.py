@@ -113,8 +113,8 @@ class CheckResult:
 
 def result_of(contract: ContractPlan, obj: ObjectPlan, check: CheckPlan, **kwargs: Any) -> CheckResult:
     """A result of `check`, with what people need of its clause taken from the plan once, here; one
-    that reached only its warn level is a WARN result (`check` exits 2 on those alone, Dagster does
-    not block on them)."""
+    that reached only its warn level is a WARN result, whatever the clause's severity: `check`'s exit
+    code and Dagster's blocking follow the result's severity."""
     severity = Severity.WARN if kwargs.get("level") == Level.WARN else check.severity
     return CheckResult(contract.id, contract.version, obj.asset_key, obj.name, check.name, check.clause,
                        check.kind, severity, threshold=check.threshold_text(), unit=check.unit,
