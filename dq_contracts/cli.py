@@ -83,6 +83,8 @@ def _plan_text(plan: ContractPlan, prefix: str) -> str:
                          f"{obj.partitioning.clause}")
         for check in obj.checks:
             threshold = check.threshold_text()
+            if check.warn_conditions:  # both levels: the fail level, then the warn level
+                threshold = f"fail unless {threshold}, warn unless {check.warn_threshold_text()}"
             will_fail = f"  WILL FAIL: {check.params['refusal']}" if check.params.get("refusal") else ""
             reach = obj.partition_reach(check)
             reached = f"  [{'per partition' if reach[0] == 'partition' else 'table-wide'}: {reach[1]}]" if reach else ""

@@ -118,8 +118,10 @@ ROWS = [
         "contract, or of another contract of the folder on the same server)", PROPERTY,
         "{name: customer_id, logicalType: integer, relationships: [{to: customers.customer_id}]}"),
     Row("metric:nullValues", "`quality` metric `nullValues`", "the count (or `unit: percent`, the percent of "
-        "all rows) of NULLs, against the rule's operator", PROPERTY,
-        "{name: email, logicalType: string, quality: [{metric: nullValues, mustBeLessThan: 5, unit: percent}]}"),
+        "all rows) of NULLs, against the rule's operator (its fail level); a `customProperties` entry "
+        "`warnThreshold` on any quality rule adds a warn level (see \"Warn and fail levels\")", PROPERTY,
+        "{name: email, logicalType: string, quality: [{metric: nullValues, mustBeLessThan: 5, unit: percent, "
+        "customProperties: [{property: warnThreshold, value: {mustBeLessThan: 1}}]}]}"),
     Row("metric:missingValues", "`quality` metric `missingValues`", "the rows holding one of "
         "`arguments.missingValues` (NULL only if listed; with no list, NULL), against the operator", PROPERTY,
         "{name: status, logicalType: string, quality: [{metric: missingValues, arguments: {missingValues: "

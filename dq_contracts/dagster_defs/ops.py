@@ -40,6 +40,9 @@ def check_result_of(result: CheckResult, spec: dg.AssetCheckSpec) -> dg.AssetChe
         "dq_contracts/threshold": result.threshold,
         "dq_contracts/unit": _unit(result),
         "dq_contracts/status": str(result.status),
+        # a clause with a warn level: the level reached and both thresholds (`threshold` is the fail level)
+        **({"dq_contracts/level": str(result.level), "dq_contracts/warn_threshold": result.warn_threshold,
+            "dq_contracts/fail_threshold": result.threshold} if result.warn_threshold else {}),
         "dq_contracts/contract_id": result.contract_id,
         "dq_contracts/contract_version": result.contract_version,
         "dq_contracts/partition": result.partition,

@@ -517,7 +517,7 @@ def describe(check: CheckPlan, result: CheckResult) -> str:
         return f"not run: {check.params['refusal']}"
     if result.error:
         return unevaluated(result.error)
-    return KINDS[check.kind].words(check, result)
+    return say.with_levels(check, result, KINDS[check.kind].words(check, result))
 
 
 def uses_aggregate(check: CheckPlan) -> bool:

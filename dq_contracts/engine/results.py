@@ -18,7 +18,7 @@ from typing import Any, Iterable
 from dq_contracts.engine.verdicts import Unmeasurable
 from dq_contracts.odcs.partitions import PartitionKeyError
 from dq_contracts.odcs.paths import clause_location
-from dq_contracts.odcs.plans import CheckPlan, ClauseAt, ContractPlan, ObjectPlan, Severity
+from dq_contracts.odcs.plans import CheckPlan, ClauseAt, ContractPlan, Level, ObjectPlan, Severity
 
 
 class Status(StrEnum):
@@ -68,6 +68,10 @@ class CheckResult:
     dimension: str | None = None
     # every clause the check answers (a compound key: each column's primaryKey), the first being `clause`
     answers: tuple[ClauseAt, ...] = ()
+    # the level reached (pass, warn, fail; None when not evaluated) and the clause's warn level, if it
+    # has one: a result that reached its warn level alone has severity WARN, whatever the clause's
+    level: Level | None = None
+    warn_threshold: str | None = None
 
     def __post_init__(self) -> None:
         if not self.message and self.error:  # a result built without its plan still says what went wrong
@@ -99,6 +103,7 @@ class CheckResult:
             "clauses": self.clauses, "locations": self.locations, "kind": self.kind,
             "passed": self.passed, "severity": self.severity, "observed": _jsonable(self.observed),
             "threshold": self.threshold, "unit": self.unit, "row_count": self.row_count,
+            "status": self.status, "level": self.level, "warn_threshold": self.warn_threshold,
             "error": self.error, "message": self.message, "sql": self.sql,
             "samples": self.samples, "details": self.details,
             **({"partition": self.partition} if self.partition is not None else {}),
@@ -107,11 +112,14 @@ class CheckResult:
 
 
 def result_of(contract: ContractPlan, obj: ObjectPlan, check: CheckPlan, **kwargs: Any) -> CheckResult:
-    """A result of `check`, with what people need of its clause taken from the plan once, here."""
+    """A result of `check`, with what people need of its clause taken from the plan once, here; one
+    that reached only its warn level is a WARN result, whatever the clause's severity: `check`'s exit
+    code and Dagster's blocking follow the result's severity."""
+    severity = Severity.WARN if kwargs.get("level") == Level.WARN else check.severity
     return CheckResult(contract.id, contract.version, obj.asset_key, obj.name, check.name, check.clause,
-                       check.kind, check.severity, threshold=check.threshold_text(), unit=check.unit,
+                       check.kind, severity, threshold=check.threshold_text(), unit=check.unit,
                        file=contract.file, line=check.line, where=check.where, dimension=check.dimension,
-                       answers=check.answers, **kwargs)
+                       answers=check.answers, warn_threshold=check.warn_threshold_text(), **kwargs)
 
 
 def _jsonable(value: Any) -> Any:

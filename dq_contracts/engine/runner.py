@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from dq_contracts.engine.sentences import generic
 from dq_contracts.engine.check_kinds import KINDS, LAST_SQL, describe, named_columns, readable, uses_aggregate
-from dq_contracts.engine.verdicts import Unmeasurable
+from dq_contracts.engine.verdicts import Unmeasurable, leveled
 from dq_contracts.engine.nested import NotAddressable
 from dq_contracts.engine.checked_object import CheckedObject
 from dq_contracts.engine.dialects import dialect_of
@@ -181,7 +181,7 @@ def _judged(check: CheckPlan, checked: CheckedObject, session: Session, measured
                     ran.append(_last_sql(connection))
 
             raw = session.run(evaluate)
-        verdict = judge(check, raw, measured.row_count, checked)
+        verdict = leveled(check, judge(check, raw, measured.row_count, checked))
     except Exception as exc:  # one check's exception is that check's failed result
         outcome = failure(check, exc, **sqls())
         if kind.hint and not isinstance(exc, (Unmeasurable, *TRANSIENT)):
@@ -189,7 +189,7 @@ def _judged(check: CheckPlan, checked: CheckedObject, session: Session, measured
                 outcome.error = f"{kind.hint.format(**check.params)}: {outcome.error}"
         return outcome
     return result(check, passed=verdict.passed, observed=verdict.observed, row_count=measured.row_count,
-                  error=verdict.error, details=verdict.details, **sqls())
+                  error=verdict.error, details=verdict.details, level=verdict.level, **sqls())
 
 
 def _own_sql(check: CheckPlan, checked: CheckedObject, engine: sa.Engine) -> str | None:

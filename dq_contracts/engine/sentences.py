@@ -13,7 +13,7 @@ import re
 from typing import Any, Callable
 
 from dq_contracts.odcs.params import Params
-from dq_contracts.odcs.plans import CheckPlan, Condition
+from dq_contracts.odcs.plans import CheckPlan, Condition, Level
 from dq_contracts.engine.results import CheckResult
 
 Words = Callable[[CheckPlan, "CheckResult"], str]
@@ -103,12 +103,23 @@ def _wanted(condition: Condition, show: Callable[[Any], str], counted: bool) -> 
     return f"{words if counted else words.replace('fewer', 'less')} {show(value)}"
 
 
-def wants(check: CheckPlan, show: Callable[[Any], str] | None = None) -> str:
-    """The threshold in words: `more than 0` (rows), `less than 5 %`, `at most 2 d`."""
+def wants(check: CheckPlan, show: Callable[[Any], str] | None = None, conditions: tuple | None = None) -> str:
+    """The threshold in words: `more than 0` (rows), `less than 5 %`, `at most 2 d`; `conditions`
+    for another level than the fail level."""
     counted = show is None and check.unit != "percent"
     if show is None:
         show = (lambda v: f"{number(v)} %") if check.unit == "percent" else number  # noqa: E731
-    return " and ".join(_wanted(c, show, counted) for c in check.conditions) or "nothing (no operator)"
+    return " and ".join(_wanted(c, show, counted) for c in (check.conditions if conditions is None else conditions)
+                        ) or "nothing (no operator)"
+
+
+def with_levels(check: CheckPlan, result: CheckResult, sentence: str) -> str:
+    """A clause with a warn level says it, and which level was reached: `warn level reached: 2 NULLs
+    in 100 rows (2 %); the contract wants less than 5 % (it warns unless less than 1 %)`."""
+    if not check.warn_conditions:
+        return sentence
+    reached = "warn level reached: " if result.level == Level.WARN else ""
+    return f"{reached}{sentence} (it warns unless {wants(check, conditions=check.warn_conditions)})"
 
 
 def _none_allowed(check: CheckPlan) -> bool:

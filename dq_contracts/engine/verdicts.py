@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dq_contracts.engine.checked_object import CheckedObject
-from dq_contracts.odcs.plans import CheckPlan, percent_of
+from dq_contracts.odcs.plans import CheckPlan, Level, percent_of
 
 # A newest value up to this far ahead of the clock is clock skew between hosts, not bad data.
 FUTURE_TOLERANCE_SECONDS = 300
@@ -22,6 +22,17 @@ class Verdict:
     observed: Any = None
     error: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    level: Level | None = None  # pass, warn or fail (`leveled`); None until judged against the levels
+
+
+def leveled(check: CheckPlan, verdict: Verdict) -> Verdict:
+    """The level the verdict reached: fail when the clause's fail level is broken, warn when only its
+    warn level is (the check then fails, as a WARN check: its severity is the result's)."""
+    level = Level.FAIL if not verdict.passed else Level.PASS
+    if verdict.passed and verdict.error is None and check.warn_conditions:
+        level = check.level(verdict.observed)
+    verdict.passed, verdict.level = level == Level.PASS, level
+    return verdict
 
 
 class Unmeasurable(Exception):

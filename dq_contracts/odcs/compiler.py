@@ -29,9 +29,9 @@ from dq_contracts.odcs.plans import (
     Severity,
 )
 from dq_contracts.odcs.plans import CLASSIFIED
-from dq_contracts.odcs.problems import Problem
+from dq_contracts.odcs.problems import Problem, Reach
 from dq_contracts.odcs.validate import ValidatedContract
-from dq_contracts.odcs.clauses import CLAUSES, nested, quality_kind
+from dq_contracts.odcs.clauses import CLAUSES, levels, nested, quality_kind
 from dq_contracts.odcs.clauses.nested import classified_below
 from dq_contracts.odcs.clauses.context import Clause, _Compiling
 from dq_contracts.odcs.clauses.vocabulary import LATENCY_PROPERTIES, Reason
@@ -64,6 +64,8 @@ def _element_clauses(prop: dict, here: list, obj: dict, object_name: str, ctx: _
     def clause(kind: str, parts: list, value: Any) -> Clause:
         return Clause(kind, parts, value, obj, object_name, prop, ctx, below)
 
+    for why, where in levels.misplaced(prop, here):  # a warn level the flags cannot have: never silently dropped
+        ctx.problem(where, why, reach=Reach.CLAUSE)
     if below and prop.get("primaryKey") is True:  # top-level keys are gathered by _with_primary_key
         yield clause("primaryKey", [*here, "primaryKey"], True)
     if prop.get("required") is True:

@@ -96,11 +96,29 @@ def _property(column: Any, rows: int, table: Any) -> list[str]:
                        f"{int(column.max_length)} character(s)")
     if options:
         out += ["        logicalTypeOptions:", *options]
+    quality = []
     if column.values and not personal(column.name):
-        out += ["        quality:", f"          {MARK} {len(column.values)} distinct value(s) in {rows} row(s)",
-                "          - metric: invalidValues", "            arguments:",
-                f"              validValues: {_y(list(column.values))}", "            mustBe: 0"]
-    return out
+        quality += [f"          {MARK} {len(column.values)} distinct value(s) in {rows} row(s)",
+                    "          - metric: invalidValues", "            arguments:",
+                    f"              validValues: {_y(list(column.values))}", "            mustBe: 0"]
+    quality += _null_budget(column, rows)
+    return out + (["        quality:", *quality] if quality else [])
+
+
+def _null_budget(column: Any, rows: int) -> list[str]:
+    """A column with some NULLs: a nullValues rule that warns above the share measured and fails above
+    twice it (each rounded up to its leading digit), so the table passes both levels today; none when
+    half the rows or more are NULL (a fail level of 100 % fails nothing)."""
+    if not rows or not 0 < column.nulls < rows:
+        return []
+    share = 100.0 * column.nulls / rows
+    warn, fail = _round(share, math.ceil), _round(2 * share, math.ceil)
+    if not warn < fail < 100:
+        return []
+    return [f"          {MARK} {column.nulls} NULL(s) in {rows} row(s) ({share:.3g} %); warn above that, "
+            "fail above twice it, rounded up", "          - metric: nullValues", "            unit: percent",
+            f"            mustBeLessOrEqualTo: {_y(fail)}", "            customProperties:",
+            "              - property: warnThreshold", f"                value: {{mustBeLessOrEqualTo: {_y(warn)}}}"]
 
 
 def server_entry(url: Any, schema: str | None, server_type: str, database_path: str | None,

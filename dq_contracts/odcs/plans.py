@@ -73,6 +73,36 @@ _SYMBOLS = {
 }
 
 
+class Level(StrEnum):
+    """The level a measurement reached on a clause with a warn level beside its fail level."""
+
+    PASS = "pass"
+    WARN = "warn"  # the warn level reached, the fail level not
+    FAIL = "fail"
+
+
+def warn_level_error(warn: tuple[Condition, ...], fail: tuple[Condition, ...], unit: str = "") -> str | None:
+    """Why `warn` cannot be a warn level beside the fail level `fail` (None when it can): it must be
+    reached first (every value that fails `fail` breaks `warn` too) and before `fail` somewhere.
+    Decided on the numbers where either level changes, the points between them and beyond them:
+    between two of those points neither level changes."""
+    said = lambda conditions: " and ".join(c.describe() + unit for c in conditions)  # noqa: E731
+    if not fail or any(not isinstance(c.value, (int, float, tuple)) or isinstance(c.value, bool) for c in fail):
+        return "warnThreshold needs the rule's own operators to compare numbers (its fail level)"
+    bounds = sorted({float(b) for c in (*warn, *fail) for b in (c.value if isinstance(c.value, tuple) else (c.value,))})
+    points = [bounds[0] - 1, *bounds, *((a + b) / 2 for a, b in zip(bounds, bounds[1:])), bounds[-1] + 1]
+    warns = False
+    for point in sorted(points):
+        fails, warned = not all(c.holds(point) for c in fail), not all(c.holds(point) for c in warn)
+        if fails and not warned:
+            return (f"warnThreshold {said(warn)} is not reached before the rule's fail level {said(fail)}: "
+                    f"{point:g}{unit} fails the rule and not the warn level (a warn level is reached first, e.g. "
+                    "mustBeLessThan: 1 beside the rule's mustBeLessThan: 5)")
+        warns = warns or (warned and not fails)
+    return None if warns else (f"warnThreshold {said(warn)} is never reached before the rule's fail level "
+                               f"{said(fail)}: it would never warn")
+
+
 def params_for(kind: str, given: Mapping[str, Any]) -> Params:
     """The typed parameters of a kind (its row's class); an undeclared key raises TypeError (a compiler bug)."""
     return CHECK_KINDS[kind].params(**given)
@@ -112,6 +142,8 @@ class CheckPlan:
     where: str = ""  # the clause's dotted path (schema.orders.properties.order_total.…), as people read it
     # every clause this check answers, the first being `clause` (at `line`, `where`); by default that one
     answers: tuple[ClauseAt, ...] = ()
+    # the warn level beside the fail level `conditions` (clauses/levels.py); () when the clause has none
+    warn_conditions: tuple[Condition, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.answers:
@@ -137,9 +169,24 @@ class CheckPlan:
     def passes(self, observed: Any) -> bool:
         return bool(self.conditions) and all(c.holds(observed) for c in self.conditions)
 
+    def level(self, observed: Any) -> Level:
+        """Fail when the fail level is broken; warn when only the warn level is."""
+        if not self.passes(observed):
+            return Level.FAIL
+        return Level.WARN if self.warn_conditions and not all(c.holds(observed) for c in self.warn_conditions) \
+            else Level.PASS
+
     def threshold_text(self) -> str:
+        """The fail level, as people read it (`< 5%`)."""
+        return self._text(self.conditions)
+
+    def warn_threshold_text(self) -> str | None:
+        """The warn level (`< 1%`), or None when the clause has none."""
+        return self._text(self.warn_conditions) if self.warn_conditions else None
+
+    def _text(self, conditions: tuple[Condition, ...]) -> str:
         unit = "%" if self.unit == "percent" else ""
-        return " and ".join(c.describe() + unit for c in self.conditions)
+        return " and ".join(c.describe() + unit for c in conditions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,6 +347,7 @@ class ContractPlan:
                     "severity": c.severity,
                     "blocking": c.blocking,
                     "threshold": c.threshold_text(),
+                    "warn_threshold": c.warn_threshold_text(),  # None: no warn level
                     "unit": c.unit,
                     "dimension": c.dimension,
                     "description": c.description,

@@ -8,7 +8,8 @@ A case holds `case` (its name); the ODCS snippet as odcs/cases/clauses.yaml writ
 goes into the object `t`, `object` keys are merged into it, `sla` is one slaProperties item, `api`
 the apiVersion); `columns` (name: SQL type) and `rows` (lists in the columns' order); `now` for
 freshness; `expect`: `passed`, and where useful `observed`, `row_count`, `samples`, `error` (a part
-of the error's text). Every column the snippet does not declare is declared with the logicalType of
+of the error's text), and for a clause with a warn level `level` (pass, warn, fail; null when not
+evaluated) and `status` (pass, warn, fail, error: what `check` shows and its exit code follows). Every column the snippet does not declare is declared with the logicalType of
 its SQL type, unless the case lists it in `undeclared`. `check` names the check when the snippet makes
 more than one of the file's kind. `xfail: <why>` (or `{duckdb: <why>}`, `{postgres: <why>}`, `{mariadb: <why>}`,
 `{spark: <why>}`) marks a
@@ -40,7 +41,7 @@ CASES = [(kind, case) for kind, cases in KIND_CASES.items() for case in cases]
 
 CASE_KEYS = {"case", "api", "property", "object", "sla", "columns", "rows", "now", "undeclared", "check",
              "expect", "xfail"}
-EXPECT_KEYS = {"passed", "observed", "row_count", "samples", "error"}
+EXPECT_KEYS = {"passed", "observed", "row_count", "samples", "error", "level", "status"}
 
 # SQL type name -> (SQLAlchemy type, the ODCS logicalType a column of it is declared with)
 # (MySQL: a VARCHAR needs a length, a bare DECIMAL is DECIMAL(10,0), a DATETIME drops fractions)
@@ -164,9 +165,13 @@ def test_kind_case(kind, case, warehouse, tmp_path, request):
     [result] = run_object(plan, plan.objects[0], checking(backend, warehouse), selected=[checks[0].name],
                           now=utc(case.get("now")))
     said = dict(passed=result.passed, observed=result.observed, row_count=result.row_count,
-                samples=result.samples, error=result.error, message=result.message)
+                samples=result.samples, error=result.error, message=result.message, level=result.level,
+                status=result.status)
     expect = case["expect"]
     assert result.passed is expect["passed"], said
+    for key in ("level", "status"):
+        if key in expect:
+            assert said[key] == expect[key], said
     for key in ("observed", "row_count"):
         if key in expect:
             assert same(expect[key], said[key]), said

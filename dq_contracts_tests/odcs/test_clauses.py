@@ -36,6 +36,9 @@ def test_clause(case, tmp_path):
     messages = [p.message for p in result.problems]
     if "problem" in expect:
         assert any(expect["problem"] in m for m in messages), messages
+        if "problem_at" in expect:  # where it is: the named path's end, and a line of the file
+            found = next(p for p in result.problems if expect["problem"] in p.message)
+            assert found.path.endswith(expect["problem_at"]) and found.line is not None, (found.path, found.line)
     elif "warning" in expect:
         assert any(expect["warning"] in p.message and p.severity == "warning" for p in result.problems)
     else:
@@ -60,6 +63,8 @@ def test_clause(case, tmp_path):
             assert check.unit == expect["unit"]
         if "threshold" in expect:
             assert check.threshold_text() == expect["threshold"]
+        if "warn_threshold" in expect:  # the warn level beside the fail level (`threshold`); null: none
+            assert check.warn_threshold_text() == expect["warn_threshold"]
         if "clauses" in expect:
             assert len(check.clauses) == expect["clauses"]
         if "classified" in expect:

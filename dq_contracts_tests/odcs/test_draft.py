@@ -93,3 +93,27 @@ def test_odd_names_stay_one_scalar(name):
     assert doc["schema"][0]["properties"][0]["name"] == name
     assert doc["slaProperties"][0]["element"] == f"{name}.{name}"
     assert doc["schema"][0]["properties"][1]["quality"][0]["arguments"]["validValues"] == [name, "ok"]
+
+
+NULL_BUDGETS = [  # NULLs, rows → the suggested (fail, warn) levels in percent; None: no rule
+    (1, 100, (2, 1)),
+    (32, 1000, (7, 4)),  # 3.2 %: warn above 4 %, fail above 7 %
+    (1, 3, (70, 40)),
+    (2, 5, (80, 40)),
+    (23, 50, None),  # 46 %: twice it rounded up is 100 %, which fails nothing
+    (3, 3, None),  # every row NULL
+    (0, 3, None),  # no NULL: `required` instead
+]
+
+
+@pytest.mark.parametrize("nulls,rows,levels", NULL_BUDGETS, ids=[f"{n}-of-{r}" for n, r, _ in NULL_BUDGETS])
+def test_a_column_with_nulls_gets_a_warn_and_a_fail_level(nulls, rows, levels):
+    table = SimpleNamespace(name="t", rows=rows, columns=[_column("note", "string", nulls=nulls)], measured_at=NOW)
+    prop = yaml.safe_load(draft_text([table], [], "urn:x"))["schema"][0]["properties"][0]
+    rules = [r for r in prop.get("quality", []) if r["metric"] == "nullValues"]
+    if levels is None:
+        assert rules == []
+        return
+    [rule] = rules
+    assert (rule["unit"], rule["mustBeLessOrEqualTo"]) == ("percent", levels[0])
+    assert rule["customProperties"] == [{"property": "warnThreshold", "value": {"mustBeLessOrEqualTo": levels[1]}}]

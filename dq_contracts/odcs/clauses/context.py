@@ -55,8 +55,11 @@ class Clause:
 
     def check(self, kind: str, suffix: str, description: str, *, rule: dict | None = None,
               conditions: tuple[Condition, ...] = (Condition("mustBe", 0),),
-              params: dict | None = None, severity: str | None = None, unit: str = "rows") -> CheckPlan:
+              params: dict | None = None, severity: str | None = None, unit: str = "rows",
+              warn: tuple[Condition, ...] = ()) -> CheckPlan:
         rule = rule or {}
+        if warn and not CHECK_KINDS[kind].warn_level:  # a compiler bug: the kind's row says no
+            raise ValueError(f"check kind {kind!r} takes no warn level")
         base = name_base(self.path, self.contract.dagster_name) if self.path else \
             self.contract.dagster_name(self.property_name) if self.prop is not None else None
         default = f"{base}__{suffix}" if base is not None else suffix
@@ -76,6 +79,7 @@ class Clause:
             rule_name=str(explicit) if explicit else None,
             line=self._place[1],
             where=self._place[3],
+            warn_conditions=warn,
         )
 
     def _nested_params(self) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from dq_contracts.odcs.clauses.context import Clause, Outcome
+from dq_contracts.odcs.clauses.levels import BadLevel, warn_conditions
 from dq_contracts.odcs.clauses.properties import _bad_regex
 from dq_contracts.odcs.clauses.vocabulary import _UNITS
 from dq_contracts.odcs.names import dagster_name
@@ -82,10 +83,20 @@ def _metric(kind: str, suffix: str, needs_column: bool, what: str) -> Callable[[
                     return bad
         default_suffix = suffix if c.prop is not None or kind != "duplicate_values" else (
             "__".join(dagster_name(p) for p in params["columns"]) + "__duplicate_values")
-        threshold = " and ".join(x.describe() for x in conditions) + ("%" if unit == "percent" else "")
-        return c.check(kind, default_suffix, f"{c.where()} {what} {threshold}", rule=rule,
-                       conditions=conditions, params=params, unit=unit)
+        percent = "%" if unit == "percent" else ""
+        description = f"{c.where()} {what} {_said(conditions)}{percent}"
+        try:
+            warn = warn_conditions(rule, c.parts, conditions)
+        except BadLevel as bad:  # the check fails with why: a level meant to warn is never silently dropped
+            return c.fails(kind, default_suffix, description, str(bad), bad.parts, rule=rule, conditions=conditions,
+                           params=params, unit=unit)
+        return c.check(kind, default_suffix, description + (f" (warn {_said(warn)}{percent})" if warn else ""),
+                       rule=rule, conditions=conditions, params=params, unit=unit, warn=warn)
     return compile_metric
+
+
+def _said(conditions: tuple[Condition, ...]) -> str:
+    return " and ".join(x.describe() for x in conditions)
 
 
 
@@ -112,8 +123,14 @@ def _sql(c: Clause) -> Outcome:
         return c.fails("sql", "sql", f"{c.where()} SQL rule result {threshold}", refusal, c.parts + ["query"],
                        "warning" if verdict.undeclared else "error", rule=rule, conditions=conditions,
                        params={"query": rule.get("query"), "tables": tables})
-    return c.check("sql", "sql", f"{c.where()} SQL rule result {threshold}", rule=rule,
-                   conditions=conditions, params={"query": rule.get("query"), "tables": tables})
+    try:
+        warn = warn_conditions(rule, c.parts, conditions)
+    except BadLevel as bad:
+        return c.fails("sql", "sql", f"{c.where()} SQL rule result {threshold}", str(bad), bad.parts, rule=rule,
+                       conditions=conditions, params={"query": rule.get("query"), "tables": tables})
+    return c.check("sql", "sql", f"{c.where()} SQL rule result {threshold}"
+                   + (f" (warn {_said(warn)})" if warn else ""), rule=rule, conditions=conditions,
+                   params={"query": rule.get("query"), "tables": tables}, warn=warn)
 
 
 
