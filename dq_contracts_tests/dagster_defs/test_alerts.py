@@ -1,0 +1,230 @@
+"""The alert sensor on real parts: a Dagster instance where a DuckDB table's checks are really
+evaluated, the sensor ticked with build_sensor_context, a local SMTP server (aiosmtpd) and local
+webhook endpoints (http.server) on 127.0.0.1.
+
+The scenario is a table of steps: what the table holds before the checks run (or no run), how the
+endpoints answer, and what each endpoint must have received at that tick."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from email import message_from_bytes, policy
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import dagster as dg
+import pytest
+import sqlalchemy as sa
+from aiosmtpd.controller import Controller
+
+from dq_contracts import build_contract_defs
+from dq_contracts.odcs.load import load_contracts
+
+CONTRACT = """
+apiVersion: v3.1.0
+kind: DataContract
+id: urn:shop:items
+version: 1.0.0
+status: active
+servers:
+  - server: local
+    type: duckdb
+    database: wh.duckdb
+    schema: main
+schema:
+  - name: items
+    properties:
+      - name: id
+        logicalType: integer
+        required: true
+      - name: price
+        logicalType: number
+        quality:
+          - metric: nullValues
+            mustBe: 0
+            severity: warning
+support:
+  - channel: data-team
+    tool: email
+    url: mailto:data-team@example.com
+  - channel: '#items'
+    tool: slack
+    url: {hooks}/slack/T0/B0/secret
+  - channel: items
+    tool: teams
+    url: {hooks}/teams/workflow
+  - channel: someone else
+    tool: email
+    url: mailto:someone@elsewhere.example
+  - channel: another hook
+    tool: slack
+    url: {other}/slack/stolen
+"""
+
+ROWS = {"good": "(1, 1.0)", "error": "(NULL, 1.0)", "warn": "(1, NULL)"}
+
+# (the table before the checks run, or None: no run; the webhooks' answer; SMTP up; what is received:
+#  the headline of each mail, Slack and Teams message, in order; what it shows)
+STEPS = [
+    ("good", 200, True, [], "a first run that passes: nothing to tell"),
+    ("error", 200, True, ["FAIL ERROR items id__not_null"], "an ERROR clause fails: told at once"),
+    ("error", 200, True, [], "it fails again: the same episode, nothing new"),
+    ("good", 200, True, ["RECOVERED items id__not_null: passes again"], "its first pass: recovery told"),
+    ("warn", 200, True, [], "a WARN clause fails once: nothing yet"),
+    ("warn", 200, True, ["FAIL WARN items price__null_values (2 times in a row)"], "twice in a row: told"),
+    ("warn", 200, True, [], "three times: the same episode"),
+    ("good", 200, True, ["RECOVERED items price__null_values: passes again"], "recovered"),
+    ("error", 503, False, [], "destinations down: retried with a bound, the tick returns, nothing sent"),
+    (None, 200, True, ["FAIL ERROR items id__not_null"], "back up: the pending notification is delivered"),
+    (None, 200, True, [], "and only once"),
+]
+
+
+class Hooks:
+    """A webhook endpoint on 127.0.0.1: records each POST and the status it answered (`status`)."""
+
+    def __init__(self):
+        self.received: list[tuple[str, dict, int]] = []
+        self.status = 200
+        hooks = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                hooks.received.append((self.path, json.loads(body), hooks.status))
+                self.send_response(hooks.status)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def headlines(self, path_start: str) -> list[str]:
+        out = []
+        for path, payload, status in self.received:
+            if path.startswith(path_start) and status == 200:  # taken
+                out.append(payload["text"].split("\n")[0] if "text" in payload else
+                           payload["attachments"][0]["content"]["body"][0]["text"])
+        return out
+
+
+class Mailbox:
+    def __init__(self):
+        self.messages = []
+
+    async def handle_DATA(self, server, session, envelope):
+        self.messages.append((list(envelope.rcpt_tos), message_from_bytes(envelope.content, policy=policy.default)))
+        return "250 OK"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Smtp:
+    """aiosmtpd on 127.0.0.1, stopped and started again on the same port."""
+
+    def __init__(self, mailbox: Mailbox):
+        self.mailbox, self.port, self.controller = mailbox, free_port(), None
+
+    def start(self):
+        self.controller = Controller(self.mailbox, hostname="127.0.0.1", port=self.port)
+        self.controller.start()
+
+    def stop(self):
+        if self.controller is not None:
+            self.controller.stop()
+            self.controller = None
+
+
+@pytest.fixture
+def endpoints():
+    hooks, other, mailbox = Hooks(), Hooks(), Mailbox()
+    smtp = Smtp(mailbox)
+    smtp.start()
+    yield hooks, other, mailbox, smtp
+    for server in (hooks.server, other.server):
+        server.shutdown()
+    smtp.stop()
+
+
+def set_rows(which: str) -> None:
+    engine = sa.create_engine("duckdb:///contracts/wh.duckdb")
+    with engine.begin() as c:
+        c.exec_driver_sql("CREATE OR REPLACE TABLE items (id INTEGER, price DOUBLE)")
+        c.exec_driver_sql(f"INSERT INTO items VALUES {ROWS[which]}")
+    engine.dispose()
+
+
+def test_the_contracts_owners_are_told_once_per_episode_and_of_recovery(tmp_path, monkeypatch, endpoints):
+    hooks, other, mailbox, smtp = endpoints
+    monkeypatch.chdir(tmp_path)
+    for name, value in {"DQ_ALERTS_WEBHOOK_HOSTS": f"hooks.slack.com, {hooks.url}",
+                        "DQ_ALERTS_MAIL_DOMAINS": "example.com", "DQ_ALERTS_SMTP_HOST": "127.0.0.1",
+                        "DQ_ALERTS_SMTP_PORT": str(smtp.port), "DQ_ALERTS_SMTP_TLS": "none",
+                        "DQ_ALERTS_FROM": "dq@example.com", "DQ_ALERTS_UI_URL": "http://dagster.example:3000/"
+                        }.items():
+        monkeypatch.setenv(name, value)
+    contract = tmp_path / "contracts" / "items.odcs.yaml"
+    contract.parent.mkdir()
+    contract.write_text(CONTRACT.format(hooks=hooks.url, other=other.url))
+    (tmp_path / "home").mkdir()
+    instance = dg.DagsterInstance.local_temp(str(tmp_path / "home"))
+    defs = build_contract_defs(contract.parent, contract_jobs=True)
+    sensor = defs.resolve_sensor_def("dq_contracts_alerts")
+    assert sensor.default_status == dg.DefaultSensorStatus.STOPPED
+    job = defs.resolve_job_def("items__checks")
+
+    cursor = sensor.evaluate_tick(dg.build_sensor_context(instance=instance)).cursor  # turned on: from now
+    for rows, status, smtp_up, expected, what in STEPS:
+        hooks.status = status
+        if smtp_up and smtp.controller is None:
+            smtp.start()
+        elif not smtp_up:
+            smtp.stop()
+        before = (len(mailbox.messages), len(hooks.headlines("/slack")), len(hooks.headlines("/teams")))
+        if rows is not None:
+            set_rows(rows)
+            job.execute_in_process(instance=instance, raise_on_error=False)
+        started = time.monotonic()
+        tick = sensor.evaluate_tick(dg.build_sensor_context(instance=instance, cursor=cursor))
+        cursor = tick.cursor
+        mails = [m["Subject"].removeprefix("[dq_contracts] ") for _, m in mailbox.messages[before[0]:]]
+        assert mails == expected, what
+        assert hooks.headlines("/slack")[before[1]:] == expected, what
+        assert hooks.headlines("/teams")[before[2]:] == expected, what
+        if not smtp_up:
+            pending = json.loads(cursor)["pending"]
+            assert len(pending) == 3, what  # mail, Slack, Teams: kept for the next tick
+            # three attempts each, a second's backoff and a half; the Slack and Teams endpoint answered 503
+            assert [p for p, _, status in hooks.received if status == 503] == ["/slack/T0/B0/secret"] * 3 + [
+                "/teams/workflow"] * 3
+            assert time.monotonic() - started < 20
+
+    # refused destinations: nothing ever reached them
+    assert other.received == []
+    assert {r for rcpts, _ in mailbox.messages for r in rcpts} == {"data-team@example.com"}
+    # what a mail says: the sentence, the clause's place, the link to the check's page
+    first = mailbox.messages[0][1].get_content()
+    assert "NULL" in first
+    assert "items.odcs.yaml:17 schema.items.properties.id.required" in first
+    assert "http://dagster.example:3000/assets/items?view=checks&checkDetail=id__not_null" in first
+
+
+def test_a_support_channel_the_operator_does_not_allow_is_a_warning_at_its_line(tmp_path):
+    contract = tmp_path / "items.odcs.yaml"
+    contract.write_text(CONTRACT.format(hooks="http://127.0.0.1:9", other="https://hooks.evil.example"))
+    environ = {"DQ_ALERTS_WEBHOOK_HOSTS": "http://127.0.0.1:9", "DQ_ALERTS_MAIL_DOMAINS": "example.com"}
+    found = [p for p in load_contracts([contract], environ=environ).problems if p.path.startswith("support")]
+    assert [(p.line, p.severity, p.path) for p in found] == [
+        (36, "warning", "support[3].url"), (39, "warning", "support[4].url")]
+    assert "elsewhere.example" in found[0].message and "DQ_ALERTS_MAIL_DOMAINS" in found[0].message
+    assert "https://hooks.evil.example/…" in found[1].message and "stolen" not in found[1].message
+    assert load_contracts([contract], environ={}).problems == []  # no allow-list: alerts off, nothing judged
