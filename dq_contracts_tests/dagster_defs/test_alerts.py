@@ -8,11 +8,13 @@ endpoints answer, and what each endpoint must have received at that tick."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import time
 from email import message_from_bytes, policy
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -21,6 +23,7 @@ from aiosmtpd.controller import Controller
 
 from dq_contracts import build_contract_defs
 from dq_contracts.odcs.load import load_contracts
+from dq_contracts.odcs.support import ALERT_SETTINGS, alert_policy, allowed_destinations, support_refusals
 
 CONTRACT = """
 apiVersion: v3.1.0
@@ -228,3 +231,50 @@ def test_a_support_channel_the_operator_does_not_allow_is_a_warning_at_its_line(
     assert "elsewhere.example" in found[0].message and "DQ_ALERTS_MAIL_DOMAINS" in found[0].message
     assert "https://hooks.evil.example/…" in found[1].message and "stolen" not in found[1].message
     assert load_contracts([contract], environ={}).problems == []  # no allow-list: alerts off, nothing judged
+
+
+ALLOW = {"DQ_ALERTS_WEBHOOK_HOSTS": "hooks.slack.com, *.logic.azure.com, http://127.0.0.1:8080",
+         "DQ_ALERTS_MAIL_DOMAINS": "example.com, *.corp.example"}
+# (a support item, what it becomes: "sent: <tool> <address>" or "refused: <words of the warning>", or None: not notified)
+CHANNEL_CASES = [
+    ({"channel": "a", "tool": "email", "url": "mailto:team@example.com"}, "sent: email team@example.com"),
+    ({"channel": "a", "url": "mailto:Team@EXAMPLE.com?subject=x"}, "sent: email Team@EXAMPLE.com"),
+    ({"channel": "a", "tool": "email", "url": "mailto:a@x.corp.example,b@evil.example"}, "refused: 'evil.example'"),
+    ({"channel": "ops@example.com", "tool": "email"}, "sent: email ops@example.com"),
+    ({"channel": "a", "tool": "email", "url": "mailto:team@example.com.evil.example"}, "refused: domain"),
+    ({"channel": "a", "tool": "email", "url": "mailto:x@example.com%0ABcc:y@evil.example"}, "refused: not a mail"),
+    ({"channel": "a", "tool": "email", "url": "https://lists.example.com/team"}, "refused: mailto"),
+    ({"channel": "a", "tool": "slack", "url": "https://hooks.slack.com/services/T/B/x"},
+     "sent: slack https://hooks.slack.com/services/T/B/x"),
+    ({"channel": "a", "tool": "slack", "url": "http://hooks.slack.com/services/T/B/x"}, "refused: not a webhook host"),
+    ({"channel": "a", "tool": "slack", "url": "https://hooks.slack.com.evil.example/x"}, "refused: not a webhook"),
+    ({"channel": "a", "tool": "slack", "url": "https://u:p@hooks.slack.com/services/x"}, "refused: credential"),
+    ({"channel": "a", "tool": "slack", "url": "https://my-org.slack.com/archives/C0123"}, "refused: my-org.slack.com"),
+    ({"channel": "a", "tool": "teams", "url": "https://prod-01.westus.logic.azure.com/workflows/x"},
+     "sent: teams https://prod-01.westus.logic.azure.com/workflows/x"),
+    ({"channel": "a", "tool": "teams", "url": "http://127.0.0.1:8080/hook"}, "sent: teams http://127.0.0.1:8080/hook"),
+    ({"channel": "a", "tool": "teams", "url": "http://127.0.0.1:8081/hook"}, "refused: http://127.0.0.1:8081"),
+    ({"channel": "#help", "tool": "slack"}, None),  # no URL: nothing to send to
+    ({"channel": "a", "tool": "discord", "url": "https://discord.com/x"}, None),
+    ({"channel": "a", "tool": "ticket", "url": "https://jira.example.com"}, None),
+]
+
+
+@pytest.mark.parametrize("item, becomes", CHANNEL_CASES, ids=[str(i) for i in range(len(CHANNEL_CASES))])
+def test_a_support_channel_is_sent_to_only_inside_the_operators_lists(item, becomes):
+    policy = alert_policy(ALLOW)
+    sent = [f"sent: {d.tool} {d.address}" for d in allowed_destinations([item], policy)]
+    refused = [message for _, message in support_refusals([item], policy)]
+    if becomes is None:
+        assert (sent, refused) == ([], [])
+    elif becomes.startswith("sent"):
+        assert (sent, refused) == ([becomes], [])
+    else:
+        assert refused and becomes.removeprefix("refused: ") in refused[-1], refused
+        assert all(not s.endswith("evil.example") for s in sent)
+
+
+def test_the_readme_names_every_alert_setting():
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    section = readme.split("### Telling the contract's owners", 1)[1].split("\n## ", 1)[0]
+    assert set(re.findall(r"\bDQ_ALERTS_[A-Z_]+[A-Z]\b", section)) == {v for _, v, _ in ALERT_SETTINGS}
