@@ -11,7 +11,7 @@ import dagster as dg
 
 from dq_contracts.dagster_defs.specs import ContractSpecs
 from dq_contracts.engine.notify import deliver
-from dq_contracts.odcs.alerting import AlertState, Evaluation, Watched, observe
+from dq_contracts.odcs.alerting import AlertState, Evaluation, Watched, observe, to_send
 from dq_contracts.odcs.names import ALERT_SENSOR
 from dq_contracts.odcs.support import alert_policy
 
@@ -57,9 +57,10 @@ def alert_sensor(built: ContractSpecs, status: dg.DefaultSensorStatus, suffix: s
         policy = alert_policy()
         for line in observe(state, evaluations, watched, policy):
             context.log.info(line)
-        outcome = deliver(state.pending, policy)
-        state.pending = outcome.pending
-        for line in outcome.log:
+        sendable, dropped = to_send(state.pending, watched)
+        outcome = deliver(sendable, policy)
+        state.pending = [d.stored() for d in outcome.pending]
+        for line in [*dropped, *outcome.log]:
             context.log.info(line)
         context.update_cursor(state.to_cursor())
         return dg.SkipReason(f"{len(ended)} ended runs read, {len(evaluations)} check evaluations, {len(outcome.delivered)} notifications sent, "

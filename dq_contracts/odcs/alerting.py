@@ -13,12 +13,13 @@ evaluations of the instance's event log and delivers what it returns (engine/not
 
 from __future__ import annotations
 
+import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Mapping
 from urllib.parse import quote, urlencode
 
-from dq_contracts.odcs.support import AlertPolicy, Destination, allowed_destinations
+from dq_contracts.odcs.support import AlertPolicy, Destination, allowed_destinations, destinations
 from dq_contracts.odcs.visible import visible
 
 # failures in a row that open an episode, by the severity of the failing result
@@ -55,9 +56,12 @@ class Evaluation:
 
 @dataclass(frozen=True)
 class Delivery:
-    """One notification to one destination, pending until it is delivered."""
+    """One notification to one destination, pending until it is delivered. As kept in the cursor
+    (which the UI shows), a webhook is only its digest (`stored`): its URL is its secret; the
+    sensor finds the URL again in the contract's support block before sending (`to_send`)."""
 
     id: str  # the evaluation's storage id and the check: one per destination
+    check: str  # Watched.key
     kind: str  # failure or recovery
     subject: str
     text: str  # the body, lines of plain text
@@ -72,6 +76,18 @@ class Delivery:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    def stored(self) -> Delivery:
+        if self.destination.transport == "mail" or self.address.startswith(DIGEST):
+            return self
+        return replace(self, address=digest(self.address))
+
+
+DIGEST = "sha256:"
+
+
+def digest(address: str) -> str:
+    return DIGEST + hashlib.sha256(address.encode()).hexdigest()[:32]
 
 
 @dataclass
@@ -130,8 +146,8 @@ def observe(state: AlertState, evaluations: list[Evaluation], watched: Mapping[s
         if not targets:
             log.append(f"{slot}: {tell}, but its contract names no destination the operator allows")
         for target in targets:
-            state.pending.append(Delivery(f"{evaluation.id}:{slot}", tell, subject, text, link,
-                                          target.tool, target.address))
+            state.pending.append(Delivery(f"{evaluation.id}:{slot}", check.key, tell, subject, text, link,
+                                          target.tool, target.address).stored())
             log.append(f"{slot}: {tell} queued for {target.shown}")
     if len(state.pending) > MAX_PENDING:
         dropped = state.pending[:-MAX_PENDING]
@@ -139,6 +155,25 @@ def observe(state: AlertState, evaluations: list[Evaluation], watched: Mapping[s
         log.append(f"{len(dropped)} undelivered notifications dropped (more than {MAX_PENDING} pending), "
                    f"the oldest {dropped[0].id}")
     return log
+
+
+def to_send(pending: list[Delivery], watched: Mapping[str, Watched]) -> tuple[list[Delivery], list[str]]:
+    """The pending deliveries with each webhook's URL found again in its contract's support block;
+    one the contract no longer names is dropped (logged)."""
+    found, log = [], []
+    for delivery in pending:
+        if not delivery.address.startswith(DIGEST):
+            found.append(delivery)
+            continue
+        check = watched.get(delivery.check)
+        urls = [d.address for d in destinations(check.support)[0] if d.tool == delivery.tool] if check else []
+        url = next((u for u in urls if digest(u) == delivery.address), None)
+        if url is None:
+            log.append(f"dropped {delivery.kind} of {delivery.id}: its contract no longer names that {delivery.tool} "
+                       "webhook")
+        else:
+            found.append(replace(delivery, address=url))
+    return found, log
 
 
 def check_link(base: str, asset_path: tuple[str, ...], name: str) -> str:

@@ -8,8 +8,11 @@ endpoints answer, and what each endpoint must have received at that tick."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
+import subprocess
+import sys
 import threading
 import time
 from email import message_from_bytes, policy
@@ -206,6 +209,7 @@ def test_the_contracts_owners_are_told_once_per_episode_and_of_recovery(tmp_path
         if not smtp_up:
             pending = json.loads(cursor)["pending"]
             assert len(pending) == 3, what  # mail, Slack, Teams: kept for the next tick
+            assert "secret" not in cursor and hooks.url not in cursor  # the UI shows a cursor: no webhook URL
             # three attempts each, a second's backoff and a half; the Slack and Teams endpoint answered 503
             assert [p for p, _, status in hooks.received if status == 503] == ["/slack/T0/B0/secret"] * 3 + [
                 "/teams/workflow"] * 3
@@ -278,3 +282,20 @@ def test_the_readme_names_every_alert_setting():
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     section = readme.split("### Telling the contract's owners", 1)[1].split("\n## ", 1)[0]
     assert set(re.findall(r"\bDQ_ALERTS_[A-Z_]+[A-Z]\b", section)) == {v for _, v, _ in ALERT_SETTINGS}
+
+
+def test_validate_prints_a_refused_channel_at_its_line_and_exits_0(tmp_path):
+    (tmp_path / "contracts").mkdir()
+    (tmp_path / "contracts" / "items.odcs.yaml").write_text(
+        CONTRACT.format(hooks="https://hooks.slack.com/services", other="https://hooks.evil.example"))
+    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", str(tmp_path)),
+           "DQ_ALERTS_WEBHOOK_HOSTS": "hooks.slack.com", "DQ_ALERTS_MAIL_DOMAINS": "example.com"}
+    done = subprocess.run([str(Path(sys.executable).parent / "dq-contracts"), "validate", "contracts/"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == ("contracts/items.odcs.yaml:36: warning: support[3].url: support channel: mail to "
+                        "'someone@elsewhere.example': the domain 'elsewhere.example' is not one the operator allows "
+                        "(DQ_ALERTS_MAIL_DOMAINS: example.com); nothing is sent there")
+    assert lines[1].startswith("contracts/items.odcs.yaml:39: warning: support[4].url: support channel: slack webhook "
+                               "https://hooks.evil.example/…: https://hooks.evil.example is not a webhook host")
