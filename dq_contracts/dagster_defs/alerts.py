@@ -7,6 +7,8 @@ possible on the default SQLite storage, whose events are sharded by run."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import dagster as dg
 
 from dq_contracts.dagster_defs.specs import ContractSpecs
@@ -31,7 +33,10 @@ def watched_checks(built: ContractSpecs) -> dict[str, Watched]:
     return found
 
 
-def alert_sensor(built: ContractSpecs, status: dg.DefaultSensorStatus, suffix: str = "") -> dg.SensorDefinition:
+def alert_sensor(built: ContractSpecs, status: dg.DefaultSensorStatus, suffix: str = "",
+                 ui_url: str | None = None) -> dg.SensorDefinition:
+    """`ui_url`, when given, is the Dagster UI the links point to (else DQ_ALERTS_UI_URL, else the
+    local default)."""
     watched = watched_checks(built)
 
     @dg.sensor(name=ALERT_SENSOR + suffix, minimum_interval_seconds=60, default_status=status,
@@ -55,6 +60,7 @@ def alert_sensor(built: ContractSpecs, status: dg.DefaultSensorStatus, suffix: s
                        for record in instance.get_records_for_run(
                            run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION).records]
         policy = alert_policy()
+        policy = replace(policy, ui_url=ui_url) if ui_url else policy
         for line in observe(state, evaluations, watched, policy):
             context.log.info(line)
         sendable, dropped = to_send(state.pending, watched)

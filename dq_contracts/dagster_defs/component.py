@@ -70,6 +70,8 @@ class ContractsComponent(dg.Component, dg.Resolvable, dg.Model):
         default="stopped", description="Sensor dq_contracts_alerts, which tells each contract's support channels "
         "(inside the operator's DQ_ALERTS_* allow-list) when a clause fails and when it passes again: starts "
         "'running' or 'stopped' (as Dagster's own), or 'none'")
+    alert_ui_url: str | None = Field(default=None, description="The Dagster UI that alerts link to (default: "
+                                     "DQ_ALERTS_UI_URL, else http://127.0.0.1:3000)")
     strict: bool = Field(default=False, description="Refuse to load any contract when one has an error (for "
                          "CI); by default a broken contract shows a failing contract_valid check instead")
     key_prefix: str | list[str] | None = Field(default=None, description="Prefix for every asset key "
@@ -100,7 +102,8 @@ class ContractsComponent(dg.Component, dg.Resolvable, dg.Model):
         return build_contract_defs(self.contracts_folder(context), resource=resource, resource_key=key,
                                    translator=self.translator(), freshness_sensor=self.freshness_sensor,
                                    automation_sensor=statuses[self.automation_sensor],
-                                   alert_sensor=statuses[self.alert_sensor], contract_jobs=self.contract_jobs,
+                                   alert_sensor=statuses[self.alert_sensor], alert_ui_url=self.alert_ui_url,
+                                   contract_jobs=self.contract_jobs,
                                    partition_jobs=self.partition_jobs,
                                    strict=self.strict, name=Path(context.path).name)
 

@@ -87,6 +87,7 @@ class _Settings:
     freshness_sensor: bool
     automation_sensor: dg.DefaultSensorStatus | None
     alert_sensor: dg.DefaultSensorStatus | None
+    alert_ui_url: str | None
     contract_jobs: bool
     partition_jobs: bool
     strict: bool
@@ -113,6 +114,7 @@ def build_contract_defs(
     freshness_sensor: bool = True,
     automation_sensor: dg.DefaultSensorStatus | None = dg.DefaultSensorStatus.STOPPED,
     alert_sensor: dg.DefaultSensorStatus | None = dg.DefaultSensorStatus.STOPPED,
+    alert_ui_url: str | None = None,
     contract_jobs: bool = False,
     partition_jobs: bool = True,
     strict: bool = False,
@@ -151,7 +153,8 @@ def build_contract_defs(
     Sensor `dq_contracts_alerts` (`alert_sensor`: stopped by default, None for none) tells each
     contract's support channels, inside the operator's DQ_ALERTS_* allow-list, when an ERROR clause
     fails, a WARN clause fails twice in a row, and when it passes again (README: "Telling the
-    contract's owners").
+    contract's owners"); its links point to `alert_ui_url` (else DQ_ALERTS_UI_URL, else
+    http://127.0.0.1:3000).
 
     `name` tells apart several sets of contracts in one code location: it suffixes the names of the
     sensors, of the all-checks job and of the contract-problems check.
@@ -162,7 +165,8 @@ def build_contract_defs(
     settings = _Settings(
         assets=tuple(assets), defs=defs, translator=translator or DqContractsTranslator(),
         resource=resource or WarehouseResource(), resource_key=resource_key, freshness_sensor=freshness_sensor,
-        automation_sensor=automation_sensor, alert_sensor=alert_sensor, contract_jobs=contract_jobs, partition_jobs=partition_jobs,
+        automation_sensor=automation_sensor, alert_sensor=alert_sensor, alert_ui_url=alert_ui_url,
+        contract_jobs=contract_jobs, partition_jobs=partition_jobs,
         strict=strict, name=name)
     with gc_paused():
         return _build_defs(paths, settings)
@@ -262,7 +266,7 @@ def _sensors(built: ContractSpecs, watched: list[tuple[ContractPlan, ObjectPlan,
             description="Runs contract checks when their table changes, after the tables relationships "
                         "read, and at contract crons (the checks' automation conditions)"))
     if check_keys and settings.alert_sensor is not None:
-        sensors.append(build_alert_sensor(built, settings.alert_sensor, settings.suffix))
+        sensors.append(build_alert_sensor(built, settings.alert_sensor, settings.suffix, settings.alert_ui_url))
     return sensors
 
 

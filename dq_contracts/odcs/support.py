@@ -207,4 +207,5 @@ def allowed_destinations(support: Any, policy: AlertPolicy) -> list[Destination]
     """The destinations an alert of this contract goes to: those the operator's list allows."""
     if not policy.declared:
         return []
-    return [d for d in destinations(support)[0] if refusal(d, policy) is None]
+    allowed = {(d.tool, d.address.lower()): d for d in destinations(support)[0] if refusal(d, policy) is None}
+    return list(allowed.values())  # one message to a place the block names twice

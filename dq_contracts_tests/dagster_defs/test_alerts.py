@@ -299,3 +299,25 @@ def test_validate_prints_a_refused_channel_at_its_line_and_exits_0(tmp_path):
                         "(DQ_ALERTS_MAIL_DOMAINS: example.com); nothing is sent there")
     assert lines[1].startswith("contracts/items.odcs.yaml:39: warning: support[4].url: support channel: slack webhook "
                                "https://hooks.evil.example/…: https://hooks.evil.example is not a webhook host")
+
+
+@pytest.mark.parametrize("option, status", [("running", dg.DefaultSensorStatus.RUNNING),
+                                            ("stopped", dg.DefaultSensorStatus.STOPPED), ("none", None)])
+def test_the_component_builds_the_alert_sensor_as_its_option_says(tmp_path, option, status):
+    from dagster.components.testing.utils import component_defs
+
+    from dq_contracts.dagster_defs.component import ContractsComponent
+
+    (tmp_path / "contracts").mkdir()
+    (tmp_path / "contracts" / "items.odcs.yaml").write_text(CONTRACT.format(hooks="https://h", other="https://o"))
+    defs = component_defs(component=ContractsComponent(contracts_dir=str(tmp_path / "contracts"), alert_sensor=option,
+                                                       alert_ui_url="https://dagster.example.com"))
+    sensors = [s for s in defs.sensors or [] if s.name.startswith("dq_contracts_alerts")]
+    assert [s.default_status for s in sensors] == ([status] if status else [])
+
+
+def test_the_link_is_the_uis_own_check_page_with_each_part_quoted():
+    from dq_contracts.odcs.alerting import check_link
+
+    assert check_link("https://dagster.example.com/", ("warehouse", "order items"), "id__not_null") == (
+        "https://dagster.example.com/assets/warehouse/order%20items?view=checks&checkDetail=id__not_null")
