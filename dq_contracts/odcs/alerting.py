@@ -103,9 +103,12 @@ class AlertState:
     def from_cursor(cls, cursor: str | None) -> AlertState:
         if not cursor:
             return cls()
-        raw = json.loads(cursor)
-        return cls(raw.get("read"), dict(raw.get("checks") or {}),
-                   [Delivery(**d) for d in raw.get("pending") or []])
+        try:
+            raw = json.loads(cursor)
+            return cls(raw.get("read"), dict(raw.get("checks") or {}),
+                       [Delivery(**d) for d in raw.get("pending") or []])
+        except (ValueError, TypeError, AttributeError):  # a cursor set by hand, or of another release
+            return cls()
 
     def to_cursor(self) -> str:
         return json.dumps({"read": self.read, "checks": self.checks,

@@ -25,6 +25,7 @@ import sqlalchemy as sa
 from aiosmtpd.controller import Controller
 
 from dq_contracts import build_contract_defs
+from dq_contracts.odcs.alerting import AlertState, Evaluation, check_link, step
 from dq_contracts.odcs.load import load_contracts
 from dq_contracts.odcs.support import ALERT_SETTINGS, alert_policy, allowed_destinations, support_refusals
 
@@ -317,7 +318,30 @@ def test_the_component_builds_the_alert_sensor_as_its_option_says(tmp_path, opti
 
 
 def test_the_link_is_the_uis_own_check_page_with_each_part_quoted():
-    from dq_contracts.odcs.alerting import check_link
-
     assert check_link("https://dagster.example.com/", ("warehouse", "order items"), "id__not_null") == (
         "https://dagster.example.com/assets/warehouse/order%20items?view=checks&checkDetail=id__not_null")
+
+
+@pytest.mark.parametrize("cursor", [None, "", "not json", "[1, 2]", '{"pending": [{"id": 1}]}'])
+def test_a_cursor_set_by_hand_starts_the_sensor_afresh(cursor):
+    state = AlertState.from_cursor(cursor)
+    assert (state.read, state.checks, state.pending) == (None, {}, [])
+
+
+# (severity, each evaluation passed or failed, what each one tells)
+EPISODES = [
+    ("ERROR", "FFP", ["failure", None, "recovery"]),
+    ("ERROR", "PP", [None, None]),
+    ("WARN", "FPFFFP", [None, None, None, "failure", None, "recovery"]),
+    ("WARN", "FP", [None, None]),  # one WARN failure alone is no episode: its pass tells nothing
+    ("ERROR", "FPF", ["failure", "recovery", "failure"]),  # a new episode after a pass
+]
+
+
+@pytest.mark.parametrize("severity, results, told", EPISODES)
+def test_an_episode_opens_as_its_severity_says_and_closes_at_its_first_pass(severity, results, told):
+    state, said = None, []
+    for result in results:
+        state, tell = step(state, Evaluation("t:c", result == "P", severity, ""))
+        said.append(tell)
+    assert said == told
