@@ -4,8 +4,9 @@ An episode opens when a check fails as often in a row as its severity asks (`FAI
 ERROR clause at once, a WARN clause the second time) and closes at its first pass. Each opening and
 each closing is told once, to every destination of the contract's support block the operator allows
 (support.py). The state (each check's failures in a row, whether its episode is open, and every
-notification not yet delivered) is JSON, kept in the sensor's cursor: a notification leaves it only
-once it is delivered (or refused for good), so a destination that is down loses nothing.
+notification not yet delivered, a webhook there only as a digest of its URL) is JSON, kept in the
+sensor's cursor: a notification leaves it only once it is delivered (or refused for good), so a
+destination that is down loses nothing.
 
 This module is pure: no engine, no Dagster; the sensor (dagster_defs/alerts.py) feeds it the check
 evaluations of the instance's event log and delivers what it returns (engine/notify.py).
