@@ -25,7 +25,8 @@ import sqlalchemy as sa
 from aiosmtpd.controller import Controller
 
 from dq_contracts import build_contract_defs
-from dq_contracts.odcs.alerting import AlertState, Evaluation, check_link, step
+from dq_contracts.engine.notify import slack_payload, teams_payload
+from dq_contracts.odcs.alerting import AlertState, Delivery, Evaluation, check_link, step
 from dq_contracts.odcs.load import load_contracts
 from dq_contracts.odcs.support import ALERT_SETTINGS, alert_policy, allowed_destinations, support_refusals
 
@@ -348,3 +349,14 @@ def test_an_episode_opens_as_its_severity_says_and_closes_at_its_first_pass(seve
         state, tell = step(state, Evaluation("t:c", result == "P", severity, ""))
         said.append(tell)
     assert said == told
+
+
+def test_a_contracts_text_mentions_no_one_in_slack_and_teams_gets_one_card_with_a_button():
+    delivery = Delivery("r:1:t:c", "t:c", "failure", "s", "FAIL ERROR t c\n<!channel> & <https://x|y>", "https://ui/c",
+                        "slack", "https://hooks.slack.com/x")
+    assert slack_payload(delivery) == {"text": "FAIL ERROR t c\n&lt;!channel&gt; &amp; &lt;https://x|y&gt;"}
+    card = teams_payload(delivery)["attachments"][0]
+    assert card["contentType"] == "application/vnd.microsoft.card.adaptive"
+    assert [b["text"] for b in card["content"]["body"]] == ["FAIL ERROR t c", "<!channel> & <https://x|y>"]
+    assert card["content"]["actions"] == [{"type": "Action.OpenUrl", "title": "Open the check in Dagster",
+                                           "url": "https://ui/c"}]
