@@ -286,15 +286,17 @@ def test_the_readme_names_every_alert_setting():
     assert set(re.findall(r"\bDQ_ALERTS_[A-Z_]+[A-Z]\b", section)) == {v for _, v, _ in ALERT_SETTINGS}
 
 
-def test_validate_prints_a_refused_channel_at_its_line_and_exits_0(tmp_path):
+@pytest.mark.parametrize("options, code", [([], 0), (["--strict"], 1)])  # --strict: a CI gate, warnings fail
+def test_validate_prints_a_refused_channel_at_its_line(tmp_path, options, code):
     (tmp_path / "contracts").mkdir()
     (tmp_path / "contracts" / "items.odcs.yaml").write_text(
         CONTRACT.format(hooks="https://hooks.slack.com/services", other="https://hooks.evil.example"))
     env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", str(tmp_path)),
            "DQ_ALERTS_WEBHOOK_HOSTS": "hooks.slack.com", "DQ_ALERTS_MAIL_DOMAINS": "example.com"}
-    done = subprocess.run([str(Path(sys.executable).parent / "dq-contracts"), "validate", "contracts/"], cwd=tmp_path,
+    done = subprocess.run([str(Path(sys.executable).parent / "dq-contracts"), "validate", *options, "contracts/"],
+                          cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == code, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == ("contracts/items.odcs.yaml:36: warning: support[3].url: support channel: mail to "
                         "'someone@elsewhere.example': the domain 'elsewhere.example' is not one the operator allows "
