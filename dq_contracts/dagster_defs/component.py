@@ -66,6 +66,12 @@ class ContractsComponent(dg.Component, dg.Resolvable, dg.Model):
         default="stopped", description="Sensor dq_contracts_automation, which runs checks when their table "
         "changes and at contract crons: starts 'running' or 'stopped' (as Dagster's own), or 'none' to leave "
         "the checks' automation conditions to default_automation_condition_sensor")
+    alert_sensor: Literal["running", "stopped", "none"] = Field(
+        default="stopped", description="Sensor dq_contracts_alerts, which tells each contract's support channels "
+        "(inside the operator's DQ_ALERTS_* allow-list) when a clause fails and when it passes again: starts "
+        "'running' or 'stopped' (as Dagster's own), or 'none'")
+    alert_ui_url: str | None = Field(default=None, description="The Dagster UI that alerts link to (default: "
+                                     "DQ_ALERTS_UI_URL, else http://127.0.0.1:3000)")
     strict: bool = Field(default=False, description="Refuse to load any contract when one has an error (for "
                          "CI); by default a broken contract shows a failing contract_valid check instead")
     key_prefix: str | list[str] | None = Field(default=None, description="Prefix for every asset key "
@@ -91,11 +97,13 @@ class ContractsComponent(dg.Component, dg.Resolvable, dg.Model):
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         key, resource = shared_resource(self.server, self.timeout_seconds)
-        status = {"running": dg.DefaultSensorStatus.RUNNING, "stopped": dg.DefaultSensorStatus.STOPPED,
-                  "none": None}[self.automation_sensor]
+        statuses = {"running": dg.DefaultSensorStatus.RUNNING, "stopped": dg.DefaultSensorStatus.STOPPED,
+                    "none": None}
         return build_contract_defs(self.contracts_folder(context), resource=resource, resource_key=key,
                                    translator=self.translator(), freshness_sensor=self.freshness_sensor,
-                                   automation_sensor=status, contract_jobs=self.contract_jobs,
+                                   automation_sensor=statuses[self.automation_sensor],
+                                   alert_sensor=statuses[self.alert_sensor], alert_ui_url=self.alert_ui_url,
+                                   contract_jobs=self.contract_jobs,
                                    partition_jobs=self.partition_jobs,
                                    strict=self.strict, name=Path(context.path).name)
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import dagster as dg
 
+from dq_contracts.dagster_defs.alerts import alert_sensor as build_alert_sensor
 from dq_contracts.dagster_defs.freshness_sensor import freshness_sensor as build_freshness_sensor
 from dq_contracts.dagster_defs.jobs import contract_defs
 from dq_contracts.dagster_defs.problem_defs import problem_defs
@@ -85,6 +86,8 @@ class _Settings:
     resource_key: str
     freshness_sensor: bool
     automation_sensor: dg.DefaultSensorStatus | None
+    alert_sensor: dg.DefaultSensorStatus | None
+    alert_ui_url: str | None
     contract_jobs: bool
     partition_jobs: bool
     strict: bool
@@ -110,6 +113,8 @@ def build_contract_defs(
     resource_key: str = RESOURCE_KEY,
     freshness_sensor: bool = True,
     automation_sensor: dg.DefaultSensorStatus | None = dg.DefaultSensorStatus.STOPPED,
+    alert_sensor: dg.DefaultSensorStatus | None = dg.DefaultSensorStatus.STOPPED,
+    alert_ui_url: str | None = None,
     contract_jobs: bool = False,
     partition_jobs: bool = True,
     strict: bool = False,
@@ -145,6 +150,12 @@ def build_contract_defs(
     A refused SQL rule fails its own check only. `strict=True` raises ContractError, listing every
     problem, when any contract has an error (for CI).
 
+    Sensor `dq_contracts_alerts` (`alert_sensor`: stopped by default, None for none) tells each
+    contract's support channels, inside the operator's DQ_ALERTS_* allow-list, when an ERROR clause
+    fails, a WARN clause fails twice in a row, and when it passes again (README: "Telling the
+    contract's owners"); its links point to `alert_ui_url` (else DQ_ALERTS_UI_URL, else
+    http://127.0.0.1:3000).
+
     `name` tells apart several sets of contracts in one code location: it suffixes the names of the
     sensors, of the all-checks job and of the contract-problems check.
     """
@@ -154,7 +165,8 @@ def build_contract_defs(
     settings = _Settings(
         assets=tuple(assets), defs=defs, translator=translator or DqContractsTranslator(),
         resource=resource or WarehouseResource(), resource_key=resource_key, freshness_sensor=freshness_sensor,
-        automation_sensor=automation_sensor, contract_jobs=contract_jobs, partition_jobs=partition_jobs,
+        automation_sensor=automation_sensor, alert_sensor=alert_sensor, alert_ui_url=alert_ui_url,
+        contract_jobs=contract_jobs, partition_jobs=partition_jobs,
         strict=strict, name=name)
     with gc_paused():
         return _build_defs(paths, settings)
@@ -240,7 +252,8 @@ def _all_checks_job(built: ContractSpecs, settings: _Settings) -> list[dg.Unreso
 
 def _sensors(built: ContractSpecs, watched: list[tuple[ContractPlan, ObjectPlan, str, dg.AssetKey]],
              settings: _Settings) -> list[dg.SensorDefinition]:
-    """The freshness sensor for the external tables with an SLA latency, and the automation sensor."""
+    """The freshness sensor for the external tables with an SLA latency, the automation sensor, and
+    the alert sensor."""
     sensors: list[dg.SensorDefinition] = []
     if settings.freshness_sensor and watched:
         sensors.append(build_freshness_sensor(watched, settings.resource_key, settings.suffix))
@@ -252,6 +265,8 @@ def _sensors(built: ContractSpecs, watched: list[tuple[ContractPlan, ObjectPlan,
             default_status=settings.automation_sensor,
             description="Runs contract checks when their table changes, after the tables relationships "
                         "read, and at contract crons (the checks' automation conditions)"))
+    if check_keys and settings.alert_sensor is not None:
+        sensors.append(build_alert_sensor(built, settings.alert_sensor, settings.suffix, settings.alert_ui_url))
     return sensors
 
 

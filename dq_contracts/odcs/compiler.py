@@ -295,6 +295,7 @@ def _contract_plan(validated: ValidatedContract, ctx: _Compiling, out: _Compiled
         not_enforced=tuple(out.not_enforced),
         rewrites=tuple(validated.rewrites),
         authoritative_definitions=tuple(d for d in doc.get("authoritativeDefinitions") or [] if isinstance(d, dict)),
+        support=tuple(s for s in doc.get("support") or [] if isinstance(s, dict)),
     )
 
 

@@ -24,6 +24,7 @@ from dq_contracts.odcs.loader import load_documents
 from dq_contracts.odcs.paths import named_path, parts_of
 from dq_contracts.odcs.plans import ContractPlan
 from dq_contracts.odcs.problems import Problem, ProblemSeverity, Reach, contract_errors_of, errors_of
+from dq_contracts.odcs.support import alert_policy, support_refusals
 from dq_contracts.odcs.validate import ValidatedContract, validate_document
 
 
@@ -86,6 +87,16 @@ def server_problems(plans: Iterable[ContractPlan], server: str | None,
             found.append(Problem(plan.file, message, named_path({"servers": list(plan.servers)}, parts),
                                  line_of(plan, parts)))
     return found
+
+
+def support_problems(plans: Iterable[ContractPlan], line_of=lambda plan, parts: None,
+                     environ: Mapping[str, str] | None = None) -> list[Problem]:
+    """A support channel the operator's alert allow-list refuses (support.support_refusals): a
+    warning at its line; the contract runs, and nothing is sent there."""
+    policy = alert_policy(environ)
+    return [Problem(plan.file, message, named_path({"support": list(plan.support)}, parts), line_of(plan, parts),
+                    ProblemSeverity.WARNING)
+            for plan in plans for parts, message in support_refusals(plan.support, policy)]
 
 
 def load_contracts(paths: Iterable[str | os.PathLike[str]], *, server: str | None = None,
@@ -168,6 +179,7 @@ def _load_contracts(paths: Iterable[str | os.PathLike[str]], server: str | None,
     by_file = {d.file: d for d in documents}
     result.problems.extend(server_problems(result.plans, server, lambda p, parts: by_file[p.file].line_of(parts),
                                            environ))
+    result.problems.extend(support_problems(result.plans, lambda p, parts: by_file[p.file].line_of(parts), environ))
     result.problems.sort(key=lambda p: (p.file, p.line or 0))
 
     compiled_by_file = {plan.file: plan for plan, _ in compiled}

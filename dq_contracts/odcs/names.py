@@ -51,6 +51,8 @@ FRESHNESS_SENSOR = "dq_contracts_freshness"
 
 AUTOMATION_SENSOR = "dq_contracts_automation"
 
+ALERT_SENSOR = "dq_contracts_alerts"  # tells a contract's support channels (dagster_defs/alerts.py)
+
 
 
 PROBLEMS_CHECKS = "dq_contracts_contract_problems"  # an op (the multi-asset check) and a sensor
@@ -65,7 +67,7 @@ INVALID_ASSET_PREFIX = "dq_contracts_invalid"
 
 
 FIXED_NAMES = ((NODE, ALL_CHECKS_JOB), (NODE, PROBLEMS_CHECKS), (INSTIGATOR, FRESHNESS_SENSOR),
-               (INSTIGATOR, AUTOMATION_SENSOR), (INSTIGATOR, PROBLEMS_CHECKS))
+               (INSTIGATOR, AUTOMATION_SENSOR), (INSTIGATOR, PROBLEMS_CHECKS), (INSTIGATOR, ALERT_SENSOR))
 
 
 

@@ -319,6 +319,7 @@ class ContractPlan:
     rewrites: tuple[Any, ...] = ()
     authoritative_definitions: tuple[dict[str, Any], ...] = ()
     root: str | None = None  # the default root of its servers: the folder holding the folder loaded
+    support: tuple[dict[str, Any], ...] = ()  # the ODCS support channels, as written (odcs/support.py)
 
     def object(self, name: str) -> ObjectPlan | None:
         return next((o for o in self.objects if o.name == name), None)
