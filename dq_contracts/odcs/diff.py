@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from dq_contracts.odcs.diff_clauses import (CHANGED, FAMILIES, FAMILY_OF_KIND, LOOSER, SAME, TIGHTER, aspects, combine,
-                                           compare_aspect, describe, slot_of)
+                                           compare_aspect, describe, slot_of, warn_level_change)
 from dq_contracts.odcs.plans import CheckPlan, ColumnPlan, ContractPlan, ObjectPlan, Severity
 from dq_contracts.odcs.type_names import type_order
 
@@ -49,6 +49,12 @@ _FIXED = [
     ChangeKind("type_widened", False, "type widened"),
     ChangeKind("severity_raised", True, "severity raised to ERROR: a failure now blocks downstream assets"),
     ChangeKind("severity_lowered", False, "severity lowered to WARN"),
+    # a warn level fails nothing: every change of it is told, none breaks
+    ChangeKind("warn_level_added", False, "warn level added"),
+    ChangeKind("warn_level_removed", False, "warn level removed"),
+    ChangeKind("warn_level_tightened", False, "warn level tightened: it warns earlier"),
+    ChangeKind("warn_level_relaxed", False, "warn level relaxed: it warns later"),
+    ChangeKind("warn_level_changed", False, "warn level changed"),
     ChangeKind("other", False, "other"),
 ]
 _BREAKS = {"added": True, "removed": False, TIGHTER: True, LOOSER: False, CHANGED: True}
@@ -284,6 +290,10 @@ def _clause_changes(old: ContractPlan, new: ContractPlan, before: ObjectPlan, af
         if direction != SAME:
             changes.append(Change(f"{family}_{direction}", where, f"{describe(was)} → {describe(now)}",
                                   _at(new.file, now[0].line)))
+        warn_change = warn_level_change(was[0], now[0])
+        if warn_change is not None:
+            changes.append(Change(f"warn_level_{warn_change}", where, f"{was[0].warn_threshold_text() or 'none'} → "
+                                  f"{now[0].warn_threshold_text() or 'none'}", _at(new.file, now[0].line)))
         old_severity = max(c.severity == Severity.ERROR for c in was)
         new_severity = max(c.severity == Severity.ERROR for c in now)
         if old_severity != new_severity:

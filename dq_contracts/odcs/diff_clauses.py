@@ -79,14 +79,27 @@ _OPERATOR_INTERVAL = {
 }
 
 
-def _conditions(check: CheckPlan) -> Any:
-    """What the check accepts of its observed value: an Interval, or the conditions themselves."""
-    if not all(c.operator in _OPERATOR_INTERVAL for c in check.conditions):
-        return _exact(check.unit, [(c.operator, c.value) for c in check.conditions])
+def _conditions(check: CheckPlan, conditions: tuple | None = None) -> Any:
+    """What the check accepts of its observed value (by its fail level, or the `conditions` given):
+    an Interval, or the conditions themselves."""
+    conditions = check.conditions if conditions is None else conditions
+    if not all(c.operator in _OPERATOR_INTERVAL for c in conditions):
+        return _exact(check.unit, [(c.operator, c.value) for c in conditions])
     accepted = Interval()
-    for condition in check.conditions:
+    for condition in conditions:
         accepted = accepted.meet(_OPERATOR_INTERVAL[condition.operator](condition.value))
     return ("interval", check.unit, accepted)
+
+
+def warn_level_change(was: CheckPlan, now: CheckPlan) -> str | None:
+    """How a rule's warn level changed (`added`, `tightened`…), None when it did not: compared as its
+    accepted interval, as the fail level is."""
+    if not was.warn_conditions and not now.warn_conditions:
+        return None
+    if not was.warn_conditions or not now.warn_conditions:
+        return "added" if now.warn_conditions else "removed"
+    direction = compare_aspect(*(_conditions(c, c.warn_conditions) for c in (was, now)))
+    return None if direction == SAME else direction
 
 
 def _exact(*value: Any) -> tuple:
