@@ -54,8 +54,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return 1
     # every clause that will not run is said, where it is written: a silent drop is the worst outcome
     shown = sorted([*result.problems, *not_enforced_problems(result)], key=lambda p: (p.file, p.line or 0))
-    for problem in shown:
-        say(problem.render())
+    if args.format == "github":  # each problem an annotation where it is written (engine/ci_output.py)
+        from dq_contracts.engine.ci_output import problem_annotation
+
+        for problem in shown:
+            print(problem_annotation(problem, as_error=args.strict))
+    else:
+        for problem in shown:
+            say(problem.render())
     errors = len(errors_of(shown))
     warnings = len(shown) - errors
     if args.strict:  # a CI gate that requires every clause to be enforced
@@ -137,11 +143,14 @@ def _statements(results: list) -> list[dict]:
 
 def cmd_check(args: argparse.Namespace) -> int:
     # the engine only when checks run
+    from dq_contracts.engine.ci_output import exit_code
     from dq_contracts.engine.contracts import Warehouses, partition_of_key, run_contract
-    from dq_contracts.engine.results import Status
     from dq_contracts.engine.sentences import said
     from dq_contracts.odcs.partitions import PartitionKeyError
 
+    if args.output and args.format != "junit":
+        say("dq-contracts check: --output is for --format junit", file=sys.stderr)
+        return 1
     loaded = load_contracts(args.paths, server=args.server)
     if _nothing_read(loaded, "check", args.paths):
         return 1
@@ -174,8 +183,9 @@ def cmd_check(args: argparse.Namespace) -> int:
             if chosen[plan.file]:
                 results.extend(run_contract(plan, warehouses, server_name=args.server, objects=chosen[plan.file],
                                             timeout_seconds=args.timeout, partition=args.partition))
-    failing = [r for r in results if not r.passed and r.severity == Severity.ERROR]
-    if args.format == "json":
+    if args.format in ("junit", "github"):  # what CI systems read (engine/ci_output.py)
+        _ci_output(args, results, loaded)
+    elif args.format == "json":
         payload = {
             "results": [{"contract": r.contract_id, "version": r.contract_version, **r.to_json()}
                         for r in results],
@@ -197,10 +207,34 @@ def cmd_check(args: argparse.Namespace) -> int:
         for row in rows:
             say("  ".join(str(v).ljust(w) for v, w in zip(row, widths)) + "  " + "  ".join(
                 str(v) for v in row[4:] if v))
-        counts = {s: sum(r.status == s for r in results) for s in Status}
-        say(f"{len(results)} check(s): " + ", ".join(f"{n} {s}" for s, n in counts.items()))
+        say(_counted(results))
         _print_problems(loaded, sys.stdout)
-    return 1 if failing or loaded.errors else 0
+    return exit_code(results, loaded.problems)
+
+
+def _counted(results: list) -> str:
+    from dq_contracts.engine.results import Status
+
+    counts = {s: sum(r.status == s for r in results) for s in Status}
+    return f"{len(results)} check(s): " + ", ".join(f"{n} {s}" for s, n in counts.items())
+
+
+def _ci_output(args: argparse.Namespace, results: list, loaded: LoadResult) -> None:
+    from dq_contracts.engine.ci_output import github_lines, junit_xml
+
+    if args.format == "github":
+        for line in github_lines(results, loaded.problems):
+            print(line)  # escaped for the runner already; `say` would add nothing
+        say(_counted(results))  # a plain line in the log, after the annotations
+        return
+    report = junit_xml(results, loaded.plans, loaded.problems)
+    if args.output:  # the file for the CI's test reporter; the log keeps one line
+        with open(args.output, "wb") as out:
+            out.write(report)
+        say(f"dq-contracts check: wrote {args.output} ({_counted(results)})")
+    else:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(report)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -297,6 +331,8 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("paths", nargs="+", help="contract files or folders (searched recursively)")
     validate.add_argument("--strict", action="store_true",
                           help="warnings are errors: every clause must be enforced (for CI)")
+    validate.add_argument("--format", choices=["text", "github"], default="text",
+                          help="github: GitHub Actions annotations at each problem's line")
     validate.set_defaults(run=cmd_validate)
 
     plan = commands.add_parser("plan", help="show the checks, freshness, schedules and not-enforced clauses")
@@ -308,7 +344,10 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("paths", nargs="+")
     check.add_argument("--server", help="the `server` name in each contract's servers (default: its first "
                        "SQL server)")
-    check.add_argument("--format", choices=["text", "json"], default="text")
+    check.add_argument("--format", choices=["text", "json", "junit", "github"], default="text",
+                       help="junit: JUnit XML, one suite per contract; github: GitHub Actions annotations")
+    check.add_argument("--output", metavar="FILE", help="with --format junit: write the XML to FILE "
+                       "(default: standard output)")
     check.add_argument("--timeout", type=float, default=300, help="statement timeout in seconds (default 300)")
     check.add_argument("--partition", metavar="KEY", help="check one partition of each partitioned object, the key "
                        "as Dagster spells it (2026-06-01 daily, 2026-06-01-13:00 hourly, the value for static); "
@@ -341,7 +380,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):  # a lone surrogate in a contract must not crash printing
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # argparse's usage error is 2, which `check` gives to warnings alone
+        return 4 if exc.code == 2 else (exc.code or 0)
     try:
         return args.run(args)
     except KeyboardInterrupt:
@@ -356,7 +398,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         said = (withheld(exc, "dq-contracts check", "it may quote a value of the data") if args.run is cmd_check
                 else f"{type(exc).__name__}: {exc}")
         say(f"dq-contracts: internal error: {said}", file=sys.stderr)
-        return 2
+        return 3  # not 1 or 2, which `check` gives to failing and warning clauses
 
 
 if __name__ == "__main__":
