@@ -175,6 +175,10 @@ def test_exit_codes_junit_and_annotations_follow_the_clauses(name, tmp_path, cap
         if expected != "pass":  # the sentence, observed, threshold and the clause's file:line
             text = case[0].text
             assert case[0].get("message").split(": ", 1)[1] == text.splitlines()[0]
+            label = next(c for c in row.clauses if CLAUSES[c][1] == check)  # "WARN unevaluated"
+            severity = label.split()[0]
+            status = "error" if label.endswith("unevaluated") else "warn" if severity == "WARN" else "fail"
+            assert case[0].get("message").startswith(f"{status} ({severity}): "), case[0].get("message")
             assert "\nobserved: " in text and "\nthreshold: " in text, text
             assert "\nclause: contracts/c.odcs.yaml:" in text and ".quality[" in text, text
 
@@ -203,6 +207,27 @@ def parsed(line: str) -> tuple[str, dict[str, str], str]:
     for escape, char in (("%0D", "\r"), ("%0A", "\n"), ("%25", "%")):
         data = data.replace(escape, char)
     return command, properties, data
+
+
+# (options) → exit code, the commands: a clause that will not run is a warning, an error under --strict
+VALIDATE_ROWS = {"plain": ([], 0, ["warning"]), "strict": (["--strict"], 1, ["error"])}
+
+
+@pytest.mark.parametrize("name", VALIDATE_ROWS)
+def test_validate_annotates_each_problem_where_it_is_written(name, tmp_path, capsysbinary, monkeypatch):
+    options, exit, commands = VALIDATE_ROWS[name]
+    (tmp_path / "c.odcs.yaml").write_text(HEAD + "          - {type: text, description: be nice}\n")
+    code, out, _ = run_cli(capsysbinary, monkeypatch, tmp_path, "validate", "c.odcs.yaml", "--format", "github",
+                           *options)
+    lines = out.splitlines()
+    assert code == exit and lines[-1].startswith("read 1 contract file(s)"), out
+    annotations = [parsed(line) for line in lines[:-1]]
+    assert [c for c, _, _ in annotations] == commands
+    (_, properties, data), = annotations
+    line = HEAD.count("\n") + 1  # the rule's own line
+    assert properties == {"file": "c.odcs.yaml", "line": str(line),
+                          "title": "dq-contracts: schema.t.properties.code.quality[0]"}, properties
+    assert "not enforced" in data, data
 
 
 # --- hostile text -------------------------------------------------------------------------------------
