@@ -18,7 +18,7 @@ from dq_contracts.engine.results import CheckResult, Status
 from dq_contracts.engine.sentences import observed_text, said
 from dq_contracts.odcs.names import CONTRACT_VALID
 from dq_contracts.odcs.plans import ContractPlan, Severity
-from dq_contracts.odcs.problems import Problem, ProblemSeverity, errors_of
+from dq_contracts.odcs.problems import Problem, ProblemSeverity, Reach, contract_errors_of, errors_of
 from dq_contracts.odcs.visible import visible
 
 
@@ -106,9 +106,10 @@ def _problems_case(suite: ET.Element, file: str, errors: list[Problem]) -> None:
 def junit_xml(results: Sequence[CheckResult], plans: Sequence[ContractPlan], problems: Sequence[Problem]) -> bytes:
     """One <testsuite> per contract file (named by its id and file), one <testcase> per check
     (classname the asset key, name the check's), and a failing `contract_valid` case in each file
-    with errors; UTF-8, with its declaration."""
+    that could not run, as Dagster has (an error confined to one clause, a refused SQL rule, is that
+    clause's failing case already); UTF-8, with its declaration."""
     errors: dict[str, list[Problem]] = {}
-    for problem in errors_of(problems):
+    for problem in contract_errors_of(problems):
         errors.setdefault(problem.file, []).append(problem)
     ids = {plan.file: plan.id for plan in plans}
     files = list(dict.fromkeys([*(p.file for p in plans), *errors]))  # as loaded, then files with no plan
@@ -178,6 +179,8 @@ def problem_annotation(problem: Problem, as_error: bool = False) -> str:
 
 
 def github_lines(results: Sequence[CheckResult], problems: Sequence[Problem]) -> list[str]:
-    """One annotation per broken check, then one per problem."""
+    """One annotation per broken check, then one per problem but those a check's annotation says
+    already (an error confined to one clause, such as a refused SQL rule: its check failed)."""
     lines = [a for a in map(result_annotation, results) if a is not None]
-    return lines + [problem_annotation(p) for p in problems]
+    return lines + [problem_annotation(p) for p in problems
+                    if not (p.severity == ProblemSeverity.ERROR and p.reach == Reach.CLAUSE)]
