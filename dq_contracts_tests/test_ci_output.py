@@ -237,6 +237,30 @@ def test_validate_annotates_each_problem_where_it_is_written(name, tmp_path, cap
     assert "not enforced" in data, data
 
 
+# (command, message, properties) → the line: the runner's escapes, `%` first; a CR is already shown as
+# `\u000d` by `visible` (a control), so only LF reaches its escape
+COMMANDS = {
+    "plain": (("error", "1 row", {"file": "c.yaml", "line": 3, "title": "t"}), "::error file=c.yaml,line=3,title=t::1 row"),
+    "percent in the message": (("warning", "0.4 %", {}), "::warning::0.4 %25"),
+    "an escape in the text stays text": (("error", "%0A", {"title": "%2C"}), "::error title=%252C::%250A"),
+    "a newline cannot start a command": (("error", "a\n::warning::b", {}), "::error::a%0A::warning::b"),
+    "a carriage return is shown": (("error", "a\rb", {"title": "x\ry"}), "::error title=x\\u000dy::a\\u000db"),
+    "separators in a property": (("error", "m", {"file": "a,b:c.yaml", "title": "k=v::w"}),
+                                 "::error file=a%2Cb%3Ac.yaml,title=k=v%3A%3Aw::m"),
+    "a property of None is left out": (("error", "m", {"file": "c.yaml", "line": None}), "::error file=c.yaml::m"),
+    "a hidden character is shown": (("error", "\u202ex", {}), "::error::\\u202ex"),
+}
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_a_workflow_command_is_escaped_as_the_runner_reads_it(name):
+    from dq_contracts.engine.ci_output import workflow_command
+
+    (command, message, properties), line = COMMANDS[name]
+    assert workflow_command(command, message, **properties) == line
+    assert parsed(line)[0] == command
+
+
 # --- hostile text -------------------------------------------------------------------------------------
 
 # what a contract may put in the text a check's sentence quotes (an enum's values) or a problem's
