@@ -374,6 +374,14 @@ def test_the_readme_ci_command_writes_junit_and_exits_as_documented(tmp_path, ju
     root = ET.parse(report).getroot()
     assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("52", "5", "0")
     assert [c.get("name") for c in root.iter("testcase") if outcome(c) == "skipped"] == ["status_is_known"]
+    # and the README's example annotation, from the same shop
+    github = subprocess.run(["bash", "-c", command.replace("--format junit --output dq-contracts-junit.xml",
+                                                           "--format github")],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert github.returncode == 1, github.stderr
+    example = next(line for line in github.stdout.splitlines() if "line=123," in line)
+    assert example.startswith("::error file=contracts/orders.odcs.yaml,line=123,title=")
+    assert example.endswith("::1 row of 262 pointing at no orders.order_id (0.4 %25); observed 1, threshold = 0")
 
 
 def test_output_is_for_junit_only(tmp_path, capsys):
