@@ -383,7 +383,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse's usage error is 2, which `check` gives to warnings alone
-        return 4 if exc.code == 2 else (exc.code or 0)
+        from dq_contracts.engine.ci_output import Exit
+
+        return Exit.USAGE if exc.code == 2 else (exc.code or 0)
     try:
         return args.run(args)
     except KeyboardInterrupt:
@@ -397,8 +399,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         said = (withheld(exc, "dq-contracts check", "it may quote a value of the data") if args.run is cmd_check
                 else f"{type(exc).__name__}: {exc}")
+        from dq_contracts.engine.ci_output import Exit
+
         say(f"dq-contracts: internal error: {said}", file=sys.stderr)
-        return 3  # not 1 or 2, which `check` gives to failing and warning clauses
+        return Exit.INTERNAL  # not 1 or 2, which `check` gives to failing and warning clauses
 
 
 if __name__ == "__main__":

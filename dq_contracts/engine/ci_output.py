@@ -23,12 +23,13 @@ from dq_contracts.odcs.visible import visible
 
 
 class Exit(IntEnum):
-    """`dq-contracts check`'s exit codes (README: Command line)."""
+    """The command line's exit codes (README: Command line); 3 and 4 as pytest's."""
 
     PASSED = 0
     FAILED = 1  # an ERROR clause failed or could not be evaluated, or a contract has errors
-    WARNED = 2  # only WARN clauses failed (or could not be evaluated)
+    WARNED = 2  # only WARN clauses failed (or could not be evaluated): `check` alone
     INTERNAL = 3  # dq-contracts itself failed: a bug, said in one line on stderr
+    USAGE = 4  # an unknown option, a missing argument (argparse's own 2 would read as WARNED)
 
 
 def blocking(result: CheckResult) -> bool:
