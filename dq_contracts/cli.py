@@ -26,16 +26,17 @@ def _print_problems(result: LoadResult, stream) -> None:
         say(problem.render(), file=stream)
 
 
-def _nothing_read(result: LoadResult, command: str, paths: Sequence[str]) -> bool:
-    """True, having said so, when the paths held no contract file: a CI gate over an empty or
+def _nothing_read(result: LoadResult, command: str, paths: Sequence[str]) -> str:
+    """What it said, when the paths held no contract file ("" otherwise): a CI gate over an empty or
     misnamed folder must not pass by checking nothing."""
     if result.files_read:
-        return False
+        return ""
     from dq_contracts.odcs.loader import CONTRACT_SUFFIXES
 
-    say(f"dq-contracts {command}: no contract file ({', '.join('*' + s for s in CONTRACT_SUFFIXES)}) in "
-        f"{', '.join(map(str, paths))}", file=sys.stderr)
-    return True
+    message = (f"dq-contracts {command}: no contract file ({', '.join('*' + s for s in CONTRACT_SUFFIXES)}) in "
+               f"{', '.join(map(str, paths))}")
+    say(message, file=sys.stderr)
+    return message
 
 
 def _dagster_cron_rule(cron: str) -> str | None:
@@ -152,8 +153,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         say("dq-contracts check: --output is for --format junit", file=sys.stderr)
         return 1
     loaded = load_contracts(args.paths, server=args.server)
-    if _nothing_read(loaded, "check", args.paths):
-        return 1
+    nothing = _nothing_read(loaded, "check", args.paths)
+    if nothing:
+        return _stopped(args, loaded, nothing.removeprefix("dq-contracts check: "))
     results = []
     # with --partition, the partitioned objects are checked for that key; a key that names no
     # partition of one of them is an error before anything runs
@@ -167,12 +169,13 @@ def cmd_check(args: argparse.Namespace) -> int:
                         partition_of_key(plan, obj, args.partition)
         except PartitionKeyError as exc:
             say(f"dq-contracts check: --partition {args.partition}: {exc}", file=sys.stderr)
-            return 1
+            return _stopped(args, loaded, f"--partition {args.partition}: {exc}")
         if not any(chosen.values()):
             _print_problems(loaded, sys.stderr)
-            say(f"dq-contracts check: --partition {args.partition}: no object of these contracts is partitioned "
-                  "(declare a customProperties entry `dagsterPartitions` on it)", file=sys.stderr)
-            return 1
+            message = (f"--partition {args.partition}: no object of these contracts is partitioned "
+                       "(declare a customProperties entry `dagsterPartitions` on it)")
+            say(f"dq-contracts check: {message}", file=sys.stderr)
+            return _stopped(args, loaded, message)
         for plan in loaded.usable_plans:
             for obj in plan.objects:
                 if obj.partitioning is None:
@@ -210,6 +213,16 @@ def cmd_check(args: argparse.Namespace) -> int:
         say(_counted(results))
         _print_problems(loaded, sys.stdout)
     return exit_code(results, loaded.problems)
+
+
+def _stopped(args: argparse.Namespace, loaded: LoadResult, message: str) -> int:
+    """A check that ran nothing exits 1; its JUnit report says so as a failing case, so that an
+    earlier report left at --output never stands for this run."""
+    if args.format == "junit":
+        from dq_contracts.odcs.problems import Problem
+
+        _ci_output(args, [], LoadResult(problems=[*loaded.problems, Problem(", ".join(map(str, args.paths)), message)]))
+    return 1
 
 
 def _counted(results: list) -> str:

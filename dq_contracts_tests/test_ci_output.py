@@ -384,6 +384,40 @@ def test_the_readme_ci_command_writes_junit_and_exits_as_documented(tmp_path, ju
     assert example.endswith("::1 row of 262 pointing at no orders.order_id (0.4 %25); observed 1, threshold = 0")
 
 
+# (what the check is given) → the failing case's message: a check that runs nothing still writes its
+# report, so that a report an earlier run left at --output never stands for this one
+RAN_NOTHING = {
+    "an empty folder": ([], "no contract file (*.odcs.yaml, *.odcs.yml, *.odcs.json) in empty"),
+    "a partition key of no partition": (["--partition", "not-a-day"], "--partition not-a-day: contracts/c.odcs.yaml"),
+    "a partition and no partitioned object": (["--partition", "2026-06-01"],
+                                              "no object of these contracts is partitioned"),
+}
+
+
+@pytest.mark.parametrize("name", RAN_NOTHING)
+def test_a_check_that_runs_nothing_replaces_the_report_with_a_failing_one(name, tmp_path, capsysbinary,
+                                                                         monkeypatch, junit_schema):
+    options, said = RAN_NOTHING[name]
+    (tmp_path / "empty").mkdir()
+    shop(tmp_path, ["ERROR passes"])
+    if "key" in name:  # a daily-partitioned object, for a key that is no day
+        text = (tmp_path / "contracts" / "c.odcs.yaml").read_text()
+        (tmp_path / "contracts" / "c.odcs.yaml").write_text(text + (
+            "    customProperties:\n      - property: dagsterPartitions\n"
+            "        value: {type: static, values: [a, b], column: code}\n"))
+    report = tmp_path / "report.xml"
+    report.write_text("<testsuites/>")  # an earlier run's, that passed
+    target = "empty" if name == "an empty folder" else "contracts"
+    code, out, err = run_cli(capsysbinary, monkeypatch, tmp_path, "check", target, "--format", "junit",
+                             "--output", str(report), *options)
+    assert code == 1, err
+    junit_schema.validate(str(report))
+    root = ET.parse(report).getroot()
+    (case,) = root.iter("testcase")
+    assert (root.get("failures"), outcome(case)) == ("1", "failure")
+    assert said in case[0].get("message"), case[0].get("message")
+
+
 def test_output_is_for_junit_only(tmp_path, capsys):
     assert main(["check", str(tmp_path), "--format", "json", "--output", str(tmp_path / "x")]) == 1
     assert "--output is for --format junit" in capsys.readouterr().err
