@@ -113,12 +113,15 @@ def junit_xml(results: Sequence[CheckResult], plans: Sequence[ContractPlan], pro
     for problem in contract_errors_of(problems):
         errors.setdefault(problem.file, []).append(problem)
     ids = {plan.file: plan.id for plan in plans}
+    by_file: dict[str, list[CheckResult]] = {}
+    for result in results:  # grouped once: a folder of 500 contracts is not 500 passes over every result
+        by_file.setdefault(result.file, []).append(result)
     files = list(dict.fromkeys([*(p.file for p in plans), *errors]))  # as loaded, then files with no plan
     root = ET.Element("testsuites", name="dq-contracts check")
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for file in files:
         suite = _element(root, "testsuite", name=f"{ids[file]} ({file})" if file in ids else file, file=file)
-        outcomes = [_case(suite, r) for r in results if r.file == file]
+        outcomes = [_case(suite, r) for r in by_file.get(file, [])]
         if file in errors:
             _problems_case(suite, file, errors[file])
             outcomes.append("failure")
