@@ -152,6 +152,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.output and args.format != "junit":
         say("dq-contracts check: --output is for --format junit", file=sys.stderr)
         return 1
+    if args.output:  # emptied before anything runs: said at once if it cannot be written, never outlived
+        try:
+            open(args.output, "wb").close()
+        except OSError as exc:
+            say(f"dq-contracts check: --output {args.output}: {exc.strerror}", file=sys.stderr)
+            return 1
     loaded = load_contracts(args.paths, server=args.server)
     nothing = _nothing_read(loaded, "check", args.paths)
     if nothing:

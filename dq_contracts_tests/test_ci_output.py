@@ -418,7 +418,20 @@ def test_a_check_that_runs_nothing_replaces_the_report_with_a_failing_one(name, 
     assert said in case[0].get("message"), case[0].get("message")
 
 
-def test_output_is_for_junit_only(tmp_path, capsys):
-    assert main(["check", str(tmp_path), "--format", "json", "--output", str(tmp_path / "x")]) == 1
-    assert "--output is for --format junit" in capsys.readouterr().err
+# (options, where --output points) → what stderr says; exit 1 and nothing checked
+OUTPUT_REFUSED = {
+    "another format": (["--format", "json"], "report.xml", "--output is for --format junit"),
+    "a folder that does not exist": (["--format", "junit"], "no/such/report.xml", "No such file or directory"),
+    "a folder": (["--format", "junit"], ".", "Is a directory"),
+}
+
+
+@pytest.mark.parametrize("name", OUTPUT_REFUSED)
+def test_an_output_that_cannot_be_written_is_said_before_anything_runs(name, tmp_path, capsys, monkeypatch):
+    options, output, said = OUTPUT_REFUSED[name]
+    shop(tmp_path, ["ERROR passes"])
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "contracts", *options, "--output", output]) == 1
+    err = capsys.readouterr().err
+    assert said in err and "internal error" not in err, err
 
