@@ -12,13 +12,14 @@ from dq_contracts.odcs.load import LoadResult, load_contracts, not_enforced_prob
 from dq_contracts.odcs.problems import errors_of
 from dq_contracts.odcs.plans import ContractPlan, Severity
 from dq_contracts.odcs.servers import servers_handling
-from dq_contracts.odcs.visible import visible
+from dq_contracts.odcs.visible import uncommanded, visible
 
 
 def say(*parts: object, file=None) -> None:
-    """print, with what hides or reorders text escaped: every line the commands write passes here
-    (JSON is written with ASCII escapes already)."""
-    print(*(visible(p) for p in parts), file=file)
+    """print, with what hides or reorders text escaped, and no text of a contract (a name holding a
+    newline, a file name) read by a CI runner as a command: every line the commands write passes
+    here (JSON is written with ASCII escapes already)."""
+    print(*(uncommanded(visible(p)) for p in parts), file=file)
 
 
 def _print_problems(result: LoadResult, stream) -> None:

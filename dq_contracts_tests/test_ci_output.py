@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -329,6 +330,41 @@ def test_hostile_contract_text_cannot_break_the_xml_or_the_annotations(tmp_path,
             assert any("'50%0A%,x:y'" in m for m in messages), messages
 
 
+# what a CI runner takes for a command of its own in any line a job prints (GitHub's `::…` at a line's
+# start, `##[…]` anywhere, Azure's `##vso[…]`, TeamCity's `##teamcity[…]`), in a contract's names
+RUNNER_COMMANDS = ["a\n::warning file=evil.py,line=1::injected", "b ##[error]legacy", "c ##vso[task.complete]x",
+                   "d\n  ::stop-commands::token"]
+
+
+def runner_would_read_a_command(line: str) -> bool:
+    return line.lstrip().startswith("::") or bool(re.search(r"##\w*\[", line))
+
+
+@pytest.mark.parametrize("argv", [["validate", "."], ["plan", "."], ["plan", ".", "--format", "json"],
+                                  ["check", "."], ["check", ".", "--format", "json"], ["check", ".", "--format", "junit"]],
+                         ids=" ".join)
+def test_no_text_of_a_contract_reads_as_a_ci_runner_command(argv, tmp_path, capsysbinary, monkeypatch):
+    import duckdb
+
+    with duckdb.connect(str(tmp_path / "shop.duckdb")) as db:
+        db.execute(TABLE)
+    base = {"apiVersion": "v3.1.0", "kind": "DataContract", "version": "1.0.0", "status": "active",
+            "servers": [{"server": "local", "type": "duckdb", "database": "shop.duckdb"}]}
+    # valid, its texts quoted in the output: enum values in a sentence, a description in JSON
+    values = [{"name": "code", "physicalType": "VARCHAR", "logicalType": "string", "description": RUNNER_COMMANDS[1],
+               "quality": [{"metric": "invalidValues", "arguments": {"validValues": RUNNER_COMMANDS}, "mustBe": 0}]}]
+    (tmp_path / "good.odcs.json").write_text(json.dumps({**base, "id": "urn:good", "schema": [
+        {"name": "t", "properties": [{"name": "id", "physicalType": "INTEGER", "logicalType": "integer"}, *values]}]}))
+    # invalid, its property names in the problems' paths
+    (tmp_path / "bad.odcs.json").write_text(json.dumps({**base, "id": "urn:bad", "schema": [
+        {"name": "u", "properties": [{"name": name, "logicalType": "varchar"} for name in RUNNER_COMMANDS]}]}))
+    code, out, err = run_cli(capsysbinary, monkeypatch, tmp_path, *argv)
+    assert code == 1 and "internal error" not in err, err
+    said = [line for line in (out + err).splitlines() if runner_would_read_a_command(line)]
+    assert said == [], said
+    assert "legacy" in out and "injected" in out  # the texts are there, shown
+
+
 # --- the exit code of an internal error, and the README's command -----------------------------------------
 
 def test_an_internal_error_exits_3_not_a_code_check_gives_clauses(tmp_path, capsys, monkeypatch):
@@ -350,8 +386,6 @@ def test_a_usage_error_exits_4_not_the_code_of_warnings(tmp_path, capsys):
 
 
 def readme_ci_command() -> str:
-    import re
-
     blocks = re.findall(r"```bash\n(.*?)```", (REPO / "README.md").read_text(), re.S)
     (command,) = [b.strip() for b in blocks if "--format junit" in b]
     return command

@@ -19,7 +19,7 @@ from dq_contracts.engine.sentences import observed_text, said
 from dq_contracts.odcs.names import CONTRACT_VALID
 from dq_contracts.odcs.plans import ContractPlan, Severity
 from dq_contracts.odcs.problems import Problem, ProblemSeverity, Reach, contract_errors_of, errors_of
-from dq_contracts.odcs.visible import visible
+from dq_contracts.odcs.visible import uncommanded, visible
 
 
 class Exit(IntEnum):
@@ -55,7 +55,9 @@ _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def xml_text(value: object) -> str:
-    return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", visible(value))
+    """Text XML can hold, in which no line reads as a CI runner's command (the report may be printed
+    to a job's log: without --output it is standard output)."""
+    return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", uncommanded(visible(value)))
 
 
 def junit_outcome(result: CheckResult) -> str | None:
