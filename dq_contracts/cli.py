@@ -12,13 +12,14 @@ from dq_contracts.odcs.load import LoadResult, load_contracts, not_enforced_prob
 from dq_contracts.odcs.problems import errors_of
 from dq_contracts.odcs.plans import ContractPlan, Severity
 from dq_contracts.odcs.servers import servers_handling
-from dq_contracts.odcs.visible import visible
+from dq_contracts.odcs.visible import uncommanded, visible
 
 
 def say(*parts: object, file=None) -> None:
-    """print, with what hides or reorders text escaped: every line the commands write passes here
-    (JSON is written with ASCII escapes already)."""
-    print(*(visible(p) for p in parts), file=file)
+    """print, with what hides or reorders text escaped, and no text of a contract (a name holding a
+    newline, a file name) read by a CI runner as a command: every line the commands write passes
+    here (JSON is written with ASCII escapes already)."""
+    print(*(uncommanded(visible(p)) for p in parts), file=file)
 
 
 def _print_problems(result: LoadResult, stream) -> None:
@@ -26,16 +27,17 @@ def _print_problems(result: LoadResult, stream) -> None:
         say(problem.render(), file=stream)
 
 
-def _nothing_read(result: LoadResult, command: str, paths: Sequence[str]) -> bool:
-    """True, having said so, when the paths held no contract file: a CI gate over an empty or
+def _nothing_read(result: LoadResult, command: str, paths: Sequence[str]) -> str:
+    """What it said, when the paths held no contract file ("" otherwise): a CI gate over an empty or
     misnamed folder must not pass by checking nothing."""
     if result.files_read:
-        return False
+        return ""
     from dq_contracts.odcs.loader import CONTRACT_SUFFIXES
 
-    say(f"dq-contracts {command}: no contract file ({', '.join('*' + s for s in CONTRACT_SUFFIXES)}) in "
-        f"{', '.join(map(str, paths))}", file=sys.stderr)
-    return True
+    message = (f"dq-contracts {command}: no contract file ({', '.join('*' + s for s in CONTRACT_SUFFIXES)}) in "
+               f"{', '.join(map(str, paths))}")
+    say(message, file=sys.stderr)
+    return message
 
 
 def _dagster_cron_rule(cron: str) -> str | None:
@@ -54,8 +56,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return 1
     # every clause that will not run is said, where it is written: a silent drop is the worst outcome
     shown = sorted([*result.problems, *not_enforced_problems(result)], key=lambda p: (p.file, p.line or 0))
-    for problem in shown:
-        say(problem.render())
+    if args.format == "github":  # each problem an annotation where it is written (engine/ci_output.py)
+        from dq_contracts.engine.ci_output import problem_annotation
+
+        for problem in shown:
+            print(problem_annotation(problem, as_error=args.strict))
+    else:
+        for problem in shown:
+            say(problem.render())
     errors = len(errors_of(shown))
     warnings = len(shown) - errors
     if args.strict:  # a CI gate that requires every clause to be enforced
@@ -139,14 +147,24 @@ def _statements(results: list) -> list[dict]:
 
 def cmd_check(args: argparse.Namespace) -> int:
     # the engine only when checks run
+    from dq_contracts.engine.ci_output import exit_code
     from dq_contracts.engine.contracts import Warehouses, partition_of_key, run_contract
-    from dq_contracts.engine.results import Status
     from dq_contracts.engine.sentences import said
     from dq_contracts.odcs.partitions import PartitionKeyError
 
-    loaded = load_contracts(args.paths, server=args.server)
-    if _nothing_read(loaded, "check", args.paths):
+    if args.output and args.format != "junit":
+        say("dq-contracts check: --output is for --format junit", file=sys.stderr)
         return 1
+    if args.output:  # emptied before anything runs: said at once if it cannot be written, never outlived
+        try:
+            open(args.output, "wb").close()
+        except OSError as exc:
+            say(f"dq-contracts check: --output {args.output}: {exc.strerror}", file=sys.stderr)
+            return 1
+    loaded = load_contracts(args.paths, server=args.server)
+    nothing = _nothing_read(loaded, "check", args.paths)
+    if nothing:
+        return _stopped(args, loaded, nothing.removeprefix("dq-contracts check: "))
     results = []
     # with --partition, the partitioned objects are checked for that key; a key that names no
     # partition of one of them is an error before anything runs
@@ -160,12 +178,13 @@ def cmd_check(args: argparse.Namespace) -> int:
                         partition_of_key(plan, obj, args.partition)
         except PartitionKeyError as exc:
             say(f"dq-contracts check: --partition {args.partition}: {exc}", file=sys.stderr)
-            return 1
+            return _stopped(args, loaded, f"--partition {args.partition}: {exc}")
         if not any(chosen.values()):
             _print_problems(loaded, sys.stderr)
-            say(f"dq-contracts check: --partition {args.partition}: no object of these contracts is partitioned "
-                  "(declare a customProperties entry `dagsterPartitions` on it)", file=sys.stderr)
-            return 1
+            message = (f"--partition {args.partition}: no object of these contracts is partitioned "
+                       "(declare a customProperties entry `dagsterPartitions` on it)")
+            say(f"dq-contracts check: {message}", file=sys.stderr)
+            return _stopped(args, loaded, message)
         for plan in loaded.usable_plans:
             for obj in plan.objects:
                 if obj.partitioning is None:
@@ -176,8 +195,9 @@ def cmd_check(args: argparse.Namespace) -> int:
             if chosen[plan.file]:
                 results.extend(run_contract(plan, warehouses, server_name=args.server, objects=chosen[plan.file],
                                             timeout_seconds=args.timeout, partition=args.partition))
-    failing = [r for r in results if not r.passed and r.severity == Severity.ERROR]
-    if args.format == "json":
+    if args.format in ("junit", "github"):  # what CI systems read (engine/ci_output.py)
+        _ci_output(args, results, loaded)
+    elif args.format == "json":
         payload = {
             "results": [{"contract": r.contract_id, "version": r.contract_version, **r.to_json()}
                         for r in results],
@@ -199,10 +219,44 @@ def cmd_check(args: argparse.Namespace) -> int:
         for row in rows:
             say("  ".join(str(v).ljust(w) for v, w in zip(row, widths)) + "  " + "  ".join(
                 str(v) for v in row[4:] if v))
-        counts = {s: sum(r.status == s for r in results) for s in Status}
-        say(f"{len(results)} check(s): " + ", ".join(f"{n} {s}" for s, n in counts.items()))
+        say(_counted(results))
         _print_problems(loaded, sys.stdout)
-    return 1 if failing or loaded.errors else 0
+    return exit_code(results, loaded.problems)
+
+
+def _stopped(args: argparse.Namespace, loaded: LoadResult, message: str) -> int:
+    """A check that ran nothing exits 1; its JUnit report says so as a failing case, so that an
+    earlier report left at --output never stands for this run."""
+    if args.format == "junit":
+        from dq_contracts.odcs.problems import Problem
+
+        _ci_output(args, [], LoadResult(problems=[*loaded.problems, Problem(", ".join(map(str, args.paths)), message)]))
+    return 1
+
+
+def _counted(results: list) -> str:
+    from dq_contracts.engine.results import Status
+
+    counts = {s: sum(r.status == s for r in results) for s in Status}
+    return f"{len(results)} check(s): " + ", ".join(f"{n} {s}" for s, n in counts.items())
+
+
+def _ci_output(args: argparse.Namespace, results: list, loaded: LoadResult) -> None:
+    from dq_contracts.engine.ci_output import github_lines, junit_xml
+
+    if args.format == "github":
+        for line in github_lines(results, loaded.problems):
+            print(line)  # escaped for the runner already; `say` would add nothing
+        say(_counted(results))  # a plain line in the log, after the annotations
+        return
+    report = junit_xml(results, loaded.plans, loaded.problems)
+    if args.output:  # the file for the CI's test reporter; the log keeps one line
+        with open(args.output, "wb") as out:
+            out.write(report)
+        say(f"dq-contracts check: wrote {args.output} ({_counted(results)})")
+    else:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(report)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -311,6 +365,8 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("paths", nargs="+", help="contract files or folders (searched recursively)")
     validate.add_argument("--strict", action="store_true",
                           help="warnings are errors: every clause must be enforced (for CI)")
+    validate.add_argument("--format", choices=["text", "github"], default="text",
+                          help="github: GitHub Actions annotations at each problem's line")
     validate.set_defaults(run=cmd_validate)
 
     plan = commands.add_parser("plan", help="show the checks, freshness, schedules and not-enforced clauses")
@@ -322,7 +378,10 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("paths", nargs="+")
     check.add_argument("--server", help="the `server` name in each contract's servers (default: its first "
                        "SQL server)")
-    check.add_argument("--format", choices=["text", "json"], default="text")
+    check.add_argument("--format", choices=["text", "json", "junit", "github"], default="text",
+                       help="junit: JUnit XML, one suite per contract; github: GitHub Actions annotations")
+    check.add_argument("--output", metavar="FILE", help="with --format junit: write the XML to FILE "
+                       "(default: standard output)")
     check.add_argument("--timeout", type=float, default=300, help="statement timeout in seconds (default 300)")
     check.add_argument("--partition", metavar="KEY", help="check one partition of each partitioned object, the key "
                        "as Dagster spells it (2026-06-01 daily, 2026-06-01-13:00 hourly, the value for static); "
@@ -363,7 +422,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):  # a lone surrogate in a contract must not crash printing
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # argparse's usage error is 2, which `check` gives to warnings alone
+        from dq_contracts.engine.ci_output import Exit
+
+        return Exit.USAGE if exc.code == 2 else (exc.code or 0)
     try:
         return args.run(args)
     except KeyboardInterrupt:
@@ -377,8 +441,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         said = (withheld(exc, "dq-contracts check", "it may quote a value of the data") if args.run is cmd_check
                 else f"{type(exc).__name__}: {exc}")
+        from dq_contracts.engine.ci_output import Exit
+
         say(f"dq-contracts: internal error: {said}", file=sys.stderr)
-        return 2
+        return Exit.INTERNAL  # not 1 or 2, which `check` gives to failing and warning clauses
 
 
 if __name__ == "__main__":

@@ -179,6 +179,12 @@ NEW_CASES: dict[str, Case] = {
             "apiVersion": "v3.1.0", "kind": "DataContract", "id": "x", "version": "1.0.0", "status": "active",
             "schema": [{"name": "\ud800", "properties": [{"name": "a", "logicalType": "varchar"}]}]})},
         ('"varchar" is not one of',)),
+    # where the official schema refuses the value itself, the Rust validator is handed the surrogate
+    "json lone surrogate in a refused value": Case(
+        {"surrogate_value.odcs.json": json.dumps({
+            "apiVersion": "v3.1.0", "kind": "DataContract", "id": "x", "version": "1.0.0", "status": "active",
+            "schema": [{"name": "t", "properties": [{"name": "a", "logicalType": "varchar\ud800"}]}]})},
+        ("schema.t.properties.a.logicalType:", "ud800", "is not one of")),
 }
 
 CASES: dict[str, Case] = {

@@ -18,7 +18,7 @@ from pathlib import Path
 import dagster as dg
 
 from dq_contracts.odcs.names import dagster_name
-from dq_contracts.odcs.names import INVALID_ASSET_PREFIX, PROBLEMS_CHECKS
+from dq_contracts.odcs.names import CONTRACT_VALID, INVALID_ASSET_PREFIX, PROBLEMS_CHECKS
 from dq_contracts.odcs.load import RejectedContract
 from dq_contracts.engine.results import Status
 from dq_contracts.odcs.plans import Severity
@@ -28,7 +28,6 @@ from dq_contracts.dagster_defs.translator import ContractObjectData, DqContracts
 
 log = logging.getLogger("dq_contracts")
 
-CONTRACT_VALID = "contract_valid"
 PROBLEMS_SENSOR = PROBLEMS_CHECKS  # an op and a sensor may share a name
 INVALID_PREFIX = INVALID_ASSET_PREFIX
 

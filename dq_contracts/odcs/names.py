@@ -57,6 +57,9 @@ ALERT_SENSOR = "dq_contracts_alerts"  # tells a contract's support channels (dag
 
 PROBLEMS_CHECKS = "dq_contracts_contract_problems"  # an op (the multi-asset check) and a sensor
 
+# the check a rejected contract's assets show (problem_defs), and its case in `check --format junit`
+CONTRACT_VALID = "contract_valid"
+
 
 
 # the names dq_contracts itself defines; each may take a `__<set name>` suffix (build_contract_defs'

@@ -29,6 +29,7 @@ from dq_contracts.odcs.loader import LoadedDocument
 from dq_contracts.odcs.normalise import OPERATORS, Rewrite, all_properties, normalise, quality_items
 from dq_contracts.odcs.paths import Parts, named_path
 from dq_contracts.odcs.problems import Problem
+from dq_contracts.odcs.visible import visible_all
 
 SCHEMA_PACKAGE = "open_data_contract_standard"
 KNOWN_MINORS = {0: "v3.0.2", 1: "v3.1.0", 2: "v3.2.0"}
@@ -321,7 +322,12 @@ def validate_document(source: LoadedDocument) -> tuple[ValidatedContract | None,
 
     errors: list[tuple[list, str, str]] = []
     validator = _validator()
-    for error in () if validator.is_valid(view) else validator.iter_errors(view):
+    try:
+        found = [] if validator.is_valid(view) else list(validator.iter_errors(view))
+    except UnicodeEncodeError:  # a lone surrogate (JSON may hold one), which the Rust validator cannot take
+        view = visible_all(view)  # judged as it is shown: `\ud800`
+        found = [] if validator.is_valid(view) else list(validator.iter_errors(view))
+    for error in found:
         parts = list(error.instance_path)
         if any(tuple(parts[: len(prefix)]) == prefix for prefix in ignored):
             continue

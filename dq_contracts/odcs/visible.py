@@ -6,6 +6,7 @@ or the command line passes here; names never hold such a character at all (names
 from __future__ import annotations
 
 import bisect
+import re
 import unicodedata
 from typing import Any
 
@@ -64,3 +65,17 @@ def described(text: Any) -> str:
     page. `<` and the `[` of `![` become character references, which CommonMark shows as the characters
     and never reads as structure (so no tag, no image); applied twice it changes nothing."""
     return visible(text).replace("<", "&lt;").replace("![", "!&#91;")
+
+
+# What a CI runner takes for a command wherever a job prints a line: GitHub's `::name …::` at a
+# line's start (after blanks), and anywhere in a line `##name[…]`: GitHub's legacy `##[name …]`,
+# which its runner still reads when the first form does not parse (actions/runner
+# ActionCommandManager), Azure Pipelines' `##vso[…]`, TeamCity's `##teamcity[…]`
+_RUNNER_COMMAND = re.compile(r"^(\s*):(?=:)|#(?=#\w*\[)", re.M)
+
+
+def uncommanded(text: str) -> str:
+    """`text` with no line a CI runner would read as a command of its own: the first character of
+    each such prefix written `\\u003a` or `\\u0023`. Every line the command line prints passes here,
+    but the workflow commands `--format github` writes itself."""
+    return _RUNNER_COMMAND.sub(lambda m: "\\u0023" if m.group(1) is None else m.group(1) + "\\u003a", text)
