@@ -7,7 +7,6 @@ import datetime as dt
 import json
 import os
 import re
-import subprocess
 import sys
 
 import dagster as dg
@@ -20,6 +19,7 @@ from dq_contracts.demo import write_tables
 from dq_contracts.dagster_defs.resource import WarehouseResource
 from dq_contracts.dagster_defs.translator import with_check_attributes
 from dq_contracts_tests.support import CONTRACTS, DEMO_CHECKS, REPO, SKIPPED_IN_A_FULL_RUN, demo_shop, run_checks
+from dq_contracts_tests.support import dg_project, dg_run
 from dq_contracts_tests.support import DOCUMENTED
 
 
@@ -388,28 +388,6 @@ schema:
         ("schema", True), ("a__not_null", True)]
 
 
-def dg_project(tmp_path):
-    """A project as `create-dagster project shop` lays it out, made offline: (root, environment)."""
-    project = tmp_path / "shop"
-    package = project / "src" / "shop"
-    (package / "defs").mkdir(parents=True)
-    (project / "pyproject.toml").write_text(
-        '[project]\nname = "shop"\nversion = "0.1.0"\n\n[tool.dg]\ndirectory_type = "project"\n\n'
-        '[tool.dg.project]\nroot_module = "shop"\n')
-    (package / "__init__.py").write_text("")
-    (package / "definitions.py").write_text(
-        "from pathlib import Path\n\nimport dagster as dg\n\n\n@dg.definitions\ndef defs():\n"
-        "    return dg.load_from_defs_folder(path_within_project=Path(__file__).parent)\n")
-    env = {**os.environ, "PYTHONPATH": str(project / "src"),
-           "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
-    return project, env
-
-
-def dg_run(project, env, *args, cwd=None):
-    return subprocess.run(["dg", *args], cwd=cwd or project, env=env, capture_output=True, text=True, timeout=180,
-                          check=False)
-
-
 def test_the_component_loads_with_dg_offline(tmp_path):
     project, env = dg_project(tmp_path)
     (project / "src" / "shop" / "defs" / "contracts").mkdir()
@@ -433,14 +411,17 @@ def test_dg_scaffold_writes_a_defs_yaml_that_dg_check_accepts(tmp_path):
     written = (project / "src" / "shop" / "defs" / "contracts" / "defs.yaml").read_text()
     assert "contracts_dir: '{{ context.project_root }}/contracts'" in written
     assert (project / "contracts").is_dir()  # made empty, so the scaffold loads as written
-    checked = dg_run(project, env, "check", "defs")
-    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert dg_run(project, env, "list", "defs", "--json").returncode == 0
+    checked = dg_run(project, env, "check", "defs")  # a gate: a folder with no contract checks nothing
+    assert checked.returncode == 1 and "no contract file" in checked.stdout + checked.stderr, checked.stdout
     # the user drops contracts into the project's folder: they load from there
     for contract in CONTRACTS.glob("*.odcs.yaml"):
         (project / "contracts" / contract.name).write_text(contract.read_text())
     listed = dg_run(project, env, "list", "defs", "--json")
     assert listed.returncode == 0, listed.stderr
     assert len(json.loads(listed.stdout)["asset_checks"]) == DEMO_CHECKS
+    checked = dg_run(project, env, "check", "defs")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 def test_the_readme_component_example_is_right_for_a_create_dagster_project(tmp_path):
@@ -499,8 +480,8 @@ def test_two_contract_folders_in_one_project_load_side_by_side(tmp_path):
     (project / "sales" / "orders.odcs.yaml").write_text((tmp_path / "demo" / "contracts" / "orders.odcs.yaml").read_text())
     (project / "finance" / "payments.odcs.yaml").write_text(
         (tmp_path / "demo" / "contracts" / "payments.odcs.yaml").read_text())
-    checked = dg_run(project, env, "check", "defs")
-    assert checked.returncode == 0, checked.stdout + checked.stderr
+    checked = dg_run(project, env, "check", "defs")  # a gate: the broken files fail it
+    assert checked.returncode == 1 and "broken.odcs.yaml" in checked.stdout + checked.stderr, checked.stdout
     listed = json.loads(dg_run(project, env, "list", "defs", "--json").stdout)
     sensors = {s["name"] for s in listed["sensors"]}
     assert {"dq_contracts_freshness__sales", "dq_contracts_freshness__finance",
