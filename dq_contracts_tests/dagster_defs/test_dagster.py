@@ -165,6 +165,7 @@ def test_checks_only_job_on_external_tables_records_every_clause(in_demo_dir):
     assert metadata["dq_contracts/kind"].value == "duplicate_values" and metadata["dq_contracts/severity"].value == "ERROR"
     assert re.search(r"GROUP BY .*payment_id.*HAVING", metadata["dq_contracts/sql"].value, re.S)  # its own query
     assert metadata["dq_contracts/samples"].value == ["P00041"]
+    assert metadata["dq_contracts/samples_text"].value == "'P00041'"  # shown inline, without a click
     # an age in the units people read beside the raw seconds Dagster plots
     age = evaluations["paid_at__freshness"].metadata
     assert isinstance(age["dq_contracts/observed"].value, (int, float))
@@ -184,8 +185,9 @@ def test_a_failing_check_on_a_classified_column_shows_none_of_its_values(in_demo
         evaluations = {e.check_name: e for e in result.get_asset_check_evaluations()}
     email, segment = evaluations["email__format"], evaluations["segment__accepted_values"]
     assert not email.passed and email.metadata["dq_contracts/observed"].value == 1  # a failure: samples were due
-    assert "dq_contracts/samples" not in email.metadata
+    assert "dq_contracts/samples" not in email.metadata and "dq_contracts/samples_text" not in email.metadata
     assert not segment.passed and segment.metadata["dq_contracts/samples"].value == ["vip"]
+    assert segment.metadata["dq_contracts/samples_text"].value == "'vip'"
 
     def shown(evaluation):
         return json.dumps([evaluation.description, {k: str(v) for k, v in evaluation.metadata.items()}])
