@@ -218,6 +218,11 @@ def test_the_demo_materialises_and_fails_exactly_the_documented_clauses(tmp_path
                     if hasattr(e, "asset_key")} or {m.asset_key.to_user_string() for m in
                                                      result.asset_materializations_for_node("orders")}
     assert "orders" in materialized
+    # the lineage the data has, drawn on the graph; orders fails only a WARN clause, so every table builds
+    assert {k: {d.asset_key.to_user_string() for d in s.deps} for k, s in asset_specs(demo).items()} == {
+        "orders": set(), "order_items": {"orders"}, "payments": {"orders"}, "customers": set()}
+    assert {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()} == {
+        "orders", "order_items", "customers", "payments"}
     # the run's log names contract, version and clause of each outcome, one line per clause
     messages = [r.user_message for r in instance.all_logs(result.run_id) if r.user_message]
     lines = [m for m in messages if re.match(r"^(PASS|FAIL|WARN|ERROR)\s+urn:dq-contracts", m)]
