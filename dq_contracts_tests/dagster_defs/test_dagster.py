@@ -411,7 +411,7 @@ def test_the_component_loads_with_dg_offline(tmp_path):
     assert "dq_contracts.ContractsComponent" in components.stdout
 
 
-def test_dg_scaffold_writes_a_defs_yaml_that_dg_check_accepts(tmp_path):
+def test_dg_scaffold_writes_a_defs_yaml_that_loads_and_passes_dg_check_once_it_holds_a_contract(tmp_path):
     project, env = dg_project(tmp_path)
     scaffolded = dg_run(project, env, "scaffold", "defs", "dq_contracts.ContractsComponent", "contracts")
     assert scaffolded.returncode == 0, scaffolded.stderr
