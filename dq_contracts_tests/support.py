@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -442,3 +443,25 @@ def readme_section(title: str) -> str:
 def readme_blocks_of(section: str) -> list[tuple[str, str]]:
     """The fenced blocks of a README section, in order: (language, text)."""
     return re.findall(r"^```(\w+)\n(.*?)^```", section, re.M | re.S)
+
+
+def dg_project(tmp_path):
+    """A project as `create-dagster project shop` lays it out, made offline: (root, environment)."""
+    project = tmp_path / "shop"
+    package = project / "src" / "shop"
+    (package / "defs").mkdir(parents=True)
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "shop"\nversion = "0.1.0"\n\n[tool.dg]\ndirectory_type = "project"\n\n'
+        '[tool.dg.project]\nroot_module = "shop"\n')
+    (package / "__init__.py").write_text("")
+    (package / "definitions.py").write_text(
+        "from pathlib import Path\n\nimport dagster as dg\n\n\n@dg.definitions\ndef defs():\n"
+        "    return dg.load_from_defs_folder(path_within_project=Path(__file__).parent)\n")
+    env = {**os.environ, "PYTHONPATH": str(project / "src"),
+           "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
+    return project, env
+
+
+def dg_run(project, env, *args, cwd=None):
+    return subprocess.run(["dg", *args], cwd=cwd or project, env=env, capture_output=True, text=True, timeout=180,
+                          check=False)

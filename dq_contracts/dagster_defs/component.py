@@ -20,7 +20,7 @@ import dagster as dg
 from pydantic import Field
 
 from dq_contracts.odcs.names import dagster_name
-from dq_contracts.dagster_defs.definitions import RESOURCE_KEY, build_contract_defs
+from dq_contracts.dagster_defs.definitions import RESOURCE_KEY, ContractsRefused, build_contract_defs
 from dq_contracts.dagster_defs.resource import WarehouseResource
 from dq_contracts.dagster_defs.translator import ContractObjectData, DqContractsTranslator
 from dq_contracts.engine.sessions import DEFAULT_TIMEOUT_SECONDS
@@ -99,13 +99,16 @@ class ContractsComponent(dg.Component, dg.Resolvable, dg.Model):
         key, resource = shared_resource(self.server, self.timeout_seconds)
         statuses = {"running": dg.DefaultSensorStatus.RUNNING, "stopped": dg.DefaultSensorStatus.STOPPED,
                     "none": None}
-        return build_contract_defs(self.contracts_folder(context), resource=resource, resource_key=key,
-                                   translator=self.translator(), freshness_sensor=self.freshness_sensor,
-                                   automation_sensor=statuses[self.automation_sensor],
-                                   alert_sensor=statuses[self.alert_sensor], alert_ui_url=self.alert_ui_url,
-                                   contract_jobs=self.contract_jobs,
-                                   partition_jobs=self.partition_jobs,
-                                   strict=self.strict, name=Path(context.path).name)
+        try:
+            return build_contract_defs(self.contracts_folder(context), resource=resource, resource_key=key,
+                                       translator=self.translator(), freshness_sensor=self.freshness_sensor,
+                                       automation_sensor=statuses[self.automation_sensor],
+                                       alert_sensor=statuses[self.alert_sensor], alert_ui_url=self.alert_ui_url,
+                                       contract_jobs=self.contract_jobs,
+                                       partition_jobs=self.partition_jobs,
+                                       strict=self.strict, name=Path(context.path).name)
+        except ContractsRefused as refused:  # the problems are the message: no frames of ours under it
+            raise refused.with_traceback(None) from None
 
 
 class SettingsTranslator(DqContractsTranslator):

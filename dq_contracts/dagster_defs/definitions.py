@@ -21,18 +21,55 @@ import dagster as dg
 from dq_contracts.dagster_defs.alerts import alert_sensor as build_alert_sensor
 from dq_contracts.dagster_defs.freshness_sensor import freshness_sensor as build_freshness_sensor
 from dq_contracts.dagster_defs.jobs import contract_defs
-from dq_contracts.dagster_defs.problem_defs import problem_defs
+from dq_contracts.dagster_defs.problem_defs import LoadLog, problem_defs
 from dq_contracts.dagster_defs.resource import WarehouseResource
 from dq_contracts.dagster_defs.specs import ContractSpecs, ObjectSpecs, build_contract_specs, cron_refusal
 from dq_contracts.dagster_defs.translator import DqContractsTranslator
-from dq_contracts.odcs.load import gc_paused, load_contracts
+from dq_contracts.odcs.load import LoadResult, gc_paused, load_contracts
+from dq_contracts.odcs.loader import CONTRACT_SUFFIXES
 from dq_contracts.odcs.names import ALL_CHECKS_JOB, AUTOMATION_SENSOR, dagster_name
 from dq_contracts.odcs.plans import ContractPlan, ObjectPlan
-from dq_contracts.odcs.problems import ContractError
+from dq_contracts.odcs.problems import ContractError, Problem, errors_of
 
 log = logging.getLogger("dq_contracts")
 
 RESOURCE_KEY = "dq_warehouse"
+
+# Set by `dg check defs` and `dagster definitions validate` (Dagster's documented switch for code
+# that behaves otherwise when checked): a check of the definitions is a CI gate, so a contract with
+# an error, or a folder with none, fails it, where `dagster dev` loads the rest and shows the problem.
+VALIDATION_CLI = "DAGSTER_IS_DEFS_VALIDATION_CLI"
+
+
+class ContractsRefused(ContractError):
+    """Contracts refused at load (`strict`, or a definitions check): the problems are the message."""
+
+    def __init__(self, problems: Sequence[Problem], reason: str):
+        super().__init__(problems)
+        self.args = (f"{self.args[0]}\n{reason}",)
+
+
+def _refusal(paths: Sequence[Any], loaded: LoadResult, rejected: Sequence[Any],
+             settings: _Settings) -> ContractsRefused | None:
+    """What refuses these contracts: with `strict` or under a definitions check, any error, and a
+    folder that holds no contract (a gate must not pass by checking nothing)."""
+    checking = os.environ.get(VALIDATION_CLI) == "1"
+    if not (settings.strict or checking):
+        return None
+    problems = list(dict.fromkeys([*loaded.problems, *(p for r in rejected for p in r.problems)]))
+    if not loaded.files_read:
+        problems.append(_nothing_read(paths))
+    if not errors_of(problems):
+        return None
+    reason = ("strict: true refuses every contract while one has an error" if settings.strict else
+              f"dg check defs ({VALIDATION_CLI}=1) fails on these; dagster dev loads every valid contract "
+              "and shows each broken one on a failing contract_valid check")
+    return ContractsRefused(problems, reason)
+
+
+def _nothing_read(paths: Sequence[Any]) -> Problem:
+    return Problem(file=", ".join(map(str, paths)),
+                   message=f"no contract file ({', '.join('*' + s for s in CONTRACT_SUFFIXES)}) here: nothing to check")
 
 
 def _keys_of(items: Iterable[Any]) -> set[dg.AssetKey]:
@@ -147,8 +184,9 @@ def build_contract_defs(
 
     A contract with errors does not take the others down: every valid contract loads, and each asset
     the broken one names gets a failing `contract_valid` check listing its problems (also logged).
-    A refused SQL rule fails its own check only. `strict=True` raises ContractError, listing every
-    problem, when any contract has an error (for CI).
+    A refused SQL rule fails its own check only. `strict=True` raises ContractsRefused (a
+    ContractError), listing every problem, when any contract has an error or the paths hold no
+    contract (for CI); every load under `dg check defs` is strict.
 
     Sensor `dq_contracts_alerts` (`alert_sensor`: stopped by default, None for none) tells each
     contract's support channels, inside the operator's DQ_ALERTS_* allow-list, when an ERROR clause
@@ -169,7 +207,11 @@ def build_contract_defs(
         contract_jobs=contract_jobs, partition_jobs=partition_jobs,
         strict=strict, name=name)
     with gc_paused():
-        return _build_defs(paths, settings)
+        try:
+            return _build_defs(paths, settings)
+        except ContractsRefused as refused:
+            # the problems are the message: a stack of dq_contracts' own frames under it buries them
+            raise refused.with_traceback(None) from None
 
 
 def _build_defs(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
@@ -178,17 +220,20 @@ def _build_defs(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
     resource, defs = settings.resource, settings.defs
     server = resource.server.get_value() if isinstance(resource.server, dg.EnvVar) else resource.server
     loaded = load_contracts(paths, server=server, environ=resource.environ(), cron_rule=cron_refusal)
-    if settings.strict and loaded.errors:
-        raise ContractError(loaded.problems)
-    rejected_files = {r.file for r in loaded.rejected}
-    for problem in loaded.problems:
-        if problem.file not in rejected_files:  # a rejected contract's problems are logged with it
-            log.warning(problem.render())
-
     own = _keys_of(settings.theirs)
     built = build_contract_specs(loaded.usable_plans, settings.translator, server=server,
                                  crons_as_conditions=not settings.contract_jobs, own_keys=own,
                                  own_partitions=_partitions_of(settings.theirs))
+    refused = _refusal(paths, loaded, built.rejected, settings)
+    if refused is not None:
+        raise refused
+    said = LoadLog((tuple(os.path.abspath(p) for p in paths), settings.name))
+    if not loaded.files_read:
+        said.warning(_nothing_read(paths).render())
+    rejected_files = {r.file for r in loaded.rejected}
+    for problem in loaded.problems:
+        if problem.file not in rejected_files:  # a rejected contract's problems are logged with it
+            said.warning(problem.render())
     specs: list[dg.AssetSpec] = []
     for_own: dict[dg.AssetKey, dg.AssetSpec] = {}
     checks: list[dg.AssetChecksDefinition] = []
@@ -229,8 +274,9 @@ def _build_defs(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
         ),
         problem_defs([*loaded.rejected, *built.rejected], settings.translator,
                      _check_names(own | {spec.key for spec in specs}, checks, settings),
-                     dagster_name(settings.name) if settings.name else None),
+                     dagster_name(settings.name) if settings.name else None, said),
     )
+    said.flush()
     if defs is not None:
         return dg.Definitions.merge(defs.map_asset_specs(func=mapper) if for_own else defs, ours)
     return ours

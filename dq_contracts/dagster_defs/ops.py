@@ -14,7 +14,7 @@ from dq_contracts.dagster_defs.specs import ObjectSpecs
 from dq_contracts.dagster_defs.translator import dimension_columns, partition_column
 from dq_contracts.engine.contracts import Warehouses, failed_results, run_contract
 from dq_contracts.engine.results import CheckResult, error_of, touches_classified
-from dq_contracts.engine.sentences import AGE, code_block, duration, in_durations, said
+from dq_contracts.engine.sentences import AGE, code_block, duration, in_durations, said, samples_text
 from dq_contracts.odcs.names import OBJECT_OPS, object_op_name
 from dq_contracts.odcs.partitions import Partition, multi_partition, window_partition
 from dq_contracts.odcs.plans import CheckPlan, ContractPlan, ObjectPlan, Severity
@@ -64,6 +64,8 @@ def check_result_of(result: CheckResult, spec: dg.AssetCheckSpec) -> dg.AssetChe
         metadata["dq_contracts/sql"] = dg.MetadataValue.md(code_block(visible(result.sql)))
     if result.samples:
         metadata["dq_contracts/samples"] = dg.MetadataValue.json(visible_all(result.samples))
+        # the same values as text, which Dagster shows inline (JSON waits behind "[Show JSON]")
+        metadata["dq_contracts/samples_text"] = dg.MetadataValue.text(visible(samples_text(result.samples)))
     observed_schema = (result.details or {}).get("observed_columns")
     if observed_schema:
         metadata["dagster/column_schema"] = dg.TableSchema(columns=[

@@ -31,6 +31,32 @@ log = logging.getLogger("dq_contracts")
 PROBLEMS_SENSOR = PROBLEMS_CHECKS  # an op and a sensor may share a name
 INVALID_PREFIX = INVALID_ASSET_PREFIX
 
+class LoadLog:
+    """What one build of a set of contracts says at load, said once: Dagster builds a code
+    location's definitions twice in one process (`get_loadable_targets`, then the reconstruction),
+    and the same problems printed twice read as twice the problems. A build that says what the
+    previous build of the same set said stays silent; one that says anything else says it all."""
+
+    _last: dict[object, tuple[tuple[int, str], ...]] = {}  # per set of contracts: what its last build said
+
+    def __init__(self, key: object):
+        self.key, self.lines = key, []
+
+    def error(self, text: str) -> None:
+        self.lines.append((logging.ERROR, text))
+
+    def warning(self, text: str) -> None:
+        self.lines.append((logging.WARNING, text))
+
+    def flush(self) -> None:
+        said = tuple(self.lines)
+        if LoadLog._last.get(self.key) == said:
+            return
+        LoadLog._last[self.key] = said
+        for level, text in said:
+            log.log(level, text)
+
+
 _PROBLEM_COLUMNS = dg.TableSchema(columns=[dg.TableColumn(name, "string")
                                            for name in ("file", "line", "path", "message")])
 
@@ -79,9 +105,10 @@ def _summary(problems: Sequence[Problem]) -> str:
 
 
 def problem_defs(rejected: Iterable[RejectedContract], translator: DqContractsTranslator,
-                 existing: Mapping[dg.AssetKey, set[str]], group: str | None = None) -> dg.Definitions:
+                 existing: Mapping[dg.AssetKey, set[str]], group: str | None, said: LoadLog) -> dg.Definitions:
     """A failing `contract_valid` check on every asset a rejected contract names; `existing` maps the
-    assets already defined to their check names (an asset no one else defines gets an external spec)."""
+    assets already defined to their check names (an asset no one else defines gets an external spec).
+    Their problems go to `said`, which the caller flushes."""
     problems_by_key: dict[dg.AssetKey, list[Problem]] = {}
     rejected = list(rejected)
     by_name: dict[dg.AssetKey, set[str]] = {}
@@ -91,11 +118,11 @@ def problem_defs(rejected: Iterable[RejectedContract], translator: DqContractsTr
     for contract in rejected:
         errors = errors_of(contract.problems)
         for problem in errors:
-            log.error(problem.render())
+            said.error(problem.render())
         keys = asset_keys_of(contract, translator, group)
         if len(by_name.get(keys[0], ())) > 1:  # two broken files of one name in different folders
             keys = [invalid_key(contract.file, group, folder=True)]
-        log.error(visible(f"{contract.file}: not loaded ({len(errors)} error(s)); the `{CONTRACT_VALID}` check of "
+        said.error(visible(f"{contract.file}: not loaded ({len(errors)} error(s)); the `{CONTRACT_VALID}` check of "
                           f"{', '.join(k.to_user_string() for k in keys)} shows why"))
         for key in keys:
             problems_by_key.setdefault(key, []).extend(errors)

@@ -192,6 +192,17 @@ def listed(values: list[Any], most: int = 4) -> str:
     return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
 
 
+def samples_text(values: list[Any]) -> str:
+    """Samples on one line, read without a click: `9999, 10000`, `'vip', NULL`; a row of several
+    columns in parentheses, `(7, 'x')`. Text is quoted, as `listed` quotes the contract's values."""
+    def one(value: Any) -> str:
+        if isinstance(value, list):
+            return f"({', '.join(one(v) for v in value)})"
+        return "NULL" if value is None else repr(value) if isinstance(value, str) else number(value)
+
+    return ", ".join(one(v) for v in values)
+
+
 def target(p: Params) -> str:
     """What a relationship points at: `orders.order_id`, `orders(id, line)`."""
     obj, columns = p.get("target_object") or "?", list(p.get("target_columns") or [])

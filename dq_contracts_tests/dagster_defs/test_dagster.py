@@ -7,7 +7,6 @@ import datetime as dt
 import json
 import os
 import re
-import subprocess
 import sys
 
 import dagster as dg
@@ -20,6 +19,7 @@ from dq_contracts.demo import write_tables
 from dq_contracts.dagster_defs.resource import WarehouseResource
 from dq_contracts.dagster_defs.translator import with_check_attributes
 from dq_contracts_tests.support import CONTRACTS, DEMO_CHECKS, REPO, SKIPPED_IN_A_FULL_RUN, demo_shop, run_checks
+from dq_contracts_tests.support import dg_project, dg_run
 from dq_contracts_tests.support import DOCUMENTED
 
 
@@ -165,6 +165,7 @@ def test_checks_only_job_on_external_tables_records_every_clause(in_demo_dir):
     assert metadata["dq_contracts/kind"].value == "duplicate_values" and metadata["dq_contracts/severity"].value == "ERROR"
     assert re.search(r"GROUP BY .*payment_id.*HAVING", metadata["dq_contracts/sql"].value, re.S)  # its own query
     assert metadata["dq_contracts/samples"].value == ["P00041"]
+    assert metadata["dq_contracts/samples_text"].value == "'P00041'"  # shown inline, without a click
     # an age in the units people read beside the raw seconds Dagster plots
     age = evaluations["paid_at__freshness"].metadata
     assert isinstance(age["dq_contracts/observed"].value, (int, float))
@@ -184,8 +185,9 @@ def test_a_failing_check_on_a_classified_column_shows_none_of_its_values(in_demo
         evaluations = {e.check_name: e for e in result.get_asset_check_evaluations()}
     email, segment = evaluations["email__format"], evaluations["segment__accepted_values"]
     assert not email.passed and email.metadata["dq_contracts/observed"].value == 1  # a failure: samples were due
-    assert "dq_contracts/samples" not in email.metadata
+    assert "dq_contracts/samples" not in email.metadata and "dq_contracts/samples_text" not in email.metadata
     assert not segment.passed and segment.metadata["dq_contracts/samples"].value == ["vip"]
+    assert segment.metadata["dq_contracts/samples_text"].value == "'vip'"
 
     def shown(evaluation):
         return json.dumps([evaluation.description, {k: str(v) for k, v in evaluation.metadata.items()}])
@@ -216,6 +218,11 @@ def test_the_demo_materialises_and_fails_exactly_the_documented_clauses(tmp_path
                     if hasattr(e, "asset_key")} or {m.asset_key.to_user_string() for m in
                                                      result.asset_materializations_for_node("orders")}
     assert "orders" in materialized
+    # the lineage the data has, drawn on the graph; orders fails only a WARN clause, so every table builds
+    assert {k: {d.asset_key.to_user_string() for d in s.deps} for k, s in asset_specs(demo).items()} == {
+        "orders": set(), "order_items": {"orders"}, "payments": {"orders"}, "customers": set()}
+    assert {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()} == {
+        "orders", "order_items", "customers", "payments"}
     # the run's log names contract, version and clause of each outcome, one line per clause
     messages = [r.user_message for r in instance.all_logs(result.run_id) if r.user_message]
     lines = [m for m in messages if re.match(r"^(PASS|FAIL|WARN|ERROR)\s+urn:dq-contracts", m)]
@@ -388,28 +395,6 @@ schema:
         ("schema", True), ("a__not_null", True)]
 
 
-def dg_project(tmp_path):
-    """A project as `create-dagster project shop` lays it out, made offline: (root, environment)."""
-    project = tmp_path / "shop"
-    package = project / "src" / "shop"
-    (package / "defs").mkdir(parents=True)
-    (project / "pyproject.toml").write_text(
-        '[project]\nname = "shop"\nversion = "0.1.0"\n\n[tool.dg]\ndirectory_type = "project"\n\n'
-        '[tool.dg.project]\nroot_module = "shop"\n')
-    (package / "__init__.py").write_text("")
-    (package / "definitions.py").write_text(
-        "from pathlib import Path\n\nimport dagster as dg\n\n\n@dg.definitions\ndef defs():\n"
-        "    return dg.load_from_defs_folder(path_within_project=Path(__file__).parent)\n")
-    env = {**os.environ, "PYTHONPATH": str(project / "src"),
-           "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
-    return project, env
-
-
-def dg_run(project, env, *args, cwd=None):
-    return subprocess.run(["dg", *args], cwd=cwd or project, env=env, capture_output=True, text=True, timeout=180,
-                          check=False)
-
-
 def test_the_component_loads_with_dg_offline(tmp_path):
     project, env = dg_project(tmp_path)
     (project / "src" / "shop" / "defs" / "contracts").mkdir()
@@ -426,21 +411,24 @@ def test_the_component_loads_with_dg_offline(tmp_path):
     assert "dq_contracts.ContractsComponent" in components.stdout
 
 
-def test_dg_scaffold_writes_a_defs_yaml_that_dg_check_accepts(tmp_path):
+def test_dg_scaffold_writes_a_defs_yaml_that_loads_and_passes_dg_check_once_it_holds_a_contract(tmp_path):
     project, env = dg_project(tmp_path)
     scaffolded = dg_run(project, env, "scaffold", "defs", "dq_contracts.ContractsComponent", "contracts")
     assert scaffolded.returncode == 0, scaffolded.stderr
     written = (project / "src" / "shop" / "defs" / "contracts" / "defs.yaml").read_text()
     assert "contracts_dir: '{{ context.project_root }}/contracts'" in written
     assert (project / "contracts").is_dir()  # made empty, so the scaffold loads as written
-    checked = dg_run(project, env, "check", "defs")
-    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert dg_run(project, env, "list", "defs", "--json").returncode == 0
+    checked = dg_run(project, env, "check", "defs")  # a gate: a folder with no contract checks nothing
+    assert checked.returncode == 1 and "no contract file" in checked.stdout + checked.stderr, checked.stdout
     # the user drops contracts into the project's folder: they load from there
     for contract in CONTRACTS.glob("*.odcs.yaml"):
         (project / "contracts" / contract.name).write_text(contract.read_text())
     listed = dg_run(project, env, "list", "defs", "--json")
     assert listed.returncode == 0, listed.stderr
     assert len(json.loads(listed.stdout)["asset_checks"]) == DEMO_CHECKS
+    checked = dg_run(project, env, "check", "defs")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 def test_the_readme_component_example_is_right_for_a_create_dagster_project(tmp_path):
@@ -499,8 +487,8 @@ def test_two_contract_folders_in_one_project_load_side_by_side(tmp_path):
     (project / "sales" / "orders.odcs.yaml").write_text((tmp_path / "demo" / "contracts" / "orders.odcs.yaml").read_text())
     (project / "finance" / "payments.odcs.yaml").write_text(
         (tmp_path / "demo" / "contracts" / "payments.odcs.yaml").read_text())
-    checked = dg_run(project, env, "check", "defs")
-    assert checked.returncode == 0, checked.stdout + checked.stderr
+    checked = dg_run(project, env, "check", "defs")  # a gate: the broken files fail it
+    assert checked.returncode == 1 and "broken.odcs.yaml" in checked.stdout + checked.stderr, checked.stdout
     listed = json.loads(dg_run(project, env, "list", "defs", "--json").stdout)
     sensors = {s["name"] for s in listed["sensors"]}
     assert {"dq_contracts_freshness__sales", "dq_contracts_freshness__finance",

@@ -226,6 +226,15 @@ def test_durations_read_in_human_units(seconds, text):
     assert wording.duration(seconds) == text
 
 
+@pytest.mark.parametrize("samples, text", [
+    ([9999], "9999"), ([9999, 10000], "9999, 10000"), ([-3.3, 2.5], "-3.3, 2.5"), (["vip", None], "'vip', NULL"),
+    ([[7, "x"], [8, None]], "(7, 'x'), (8, NULL)"), (["it's, here"], '"it\'s, here"'), ([True], "True"),
+])
+def test_samples_read_on_one_line(samples, text):
+    """The samples' text metadata, which Dagster shows inline beside the JSON behind a click."""
+    assert wording.samples_text(samples) == text
+
+
 # --- the clause's own query ------------------------------------------------------------------------
 
 def rows_of(database: Path, sql: str) -> list[tuple]:
