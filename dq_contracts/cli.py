@@ -238,14 +238,14 @@ def cmd_init(args: argparse.Namespace) -> int:
 
     from dq_contracts.engine.sessions import ReadOnlyRefused
 
-    if bool(args.url) == bool(args.server):
-        say("dq-contracts init: give either --url URL or --server NAME (its DQ_CONTRACTS_<NAME>_* endpoint)",
-            file=sys.stderr)
+    if sum(map(bool, (args.url, args.server, args.path))) != 1:
+        say("dq-contracts init: give either --url URL or --server NAME (its DQ_CONTRACTS_<NAME>_* endpoint) "
+            "or --path FILES", file=sys.stderr)
         return 1
     try:
         return _draw(args)
-    # a missing table, a refused endpoint or session, a malformed URL: said in our own words
-    except (LookupError, ValueError, ReadOnlyRefused, sa.exc.ArgumentError) as exc:
+    # a missing table or file, a refused endpoint or session, a malformed URL: said in our own words
+    except (LookupError, ValueError, OSError, ReadOnlyRefused, sa.exc.ArgumentError) as exc:
         say(f"dq-contracts init: {exc}", file=sys.stderr)
         return 1
 
@@ -261,6 +261,14 @@ def _draw(args: argparse.Namespace) -> int:
     from dq_contracts.odcs.draft import draft_text, server_entry
     from dq_contracts.odcs.servers import server_type_of_dialect
 
+    folder = os.path.dirname(os.path.abspath(args.output)) if args.output else os.getcwd()
+    if args.path:  # files: a file server, opened as check opens it from the contract's folder
+        from dq_contracts.odcs.draft import entry_lines, file_server
+
+        server = file_server(args.path, args.file_format, args.server_type, args.table, folder)
+        tables = measure(connection_for(server, folder=folder), args.table, args.timeout)
+        return _write(args, draft_text(tables, entry_lines(server), f"urn:dq-contracts:draft:{tables[0].name}",
+                                       object_type="file"), tables)
     if args.server:  # the operator's endpoint, as check builds it
         kind = args.server_type or declaration_of(args.server).type
         server = {"server": args.server, "type": kind, **({"schema": args.schema} if args.schema else {})}
@@ -275,11 +283,13 @@ def _draw(args: argparse.Namespace) -> int:
         connection = url_connection(url, schema)
     database_path = None
     if row is not None and row.database_file:  # a file: said from the output's folder, as check reads it
-        folder = os.path.dirname(os.path.abspath(args.output)) if args.output else os.getcwd()
         database_path = os.path.relpath(os.path.abspath(url.database or ""), folder)
     tables = measure(connection, args.table, args.timeout)
     entry = server_entry(url, connection.schema or schema, kind, database_path, args.server or "warehouse")
-    text = draft_text(tables, entry, f"urn:dq-contracts:draft:{tables[0].name}")
+    return _write(args, draft_text(tables, entry, f"urn:dq-contracts:draft:{tables[0].name}"), tables)
+
+
+def _write(args: argparse.Namespace, text: str, tables: list) -> int:
     if args.output:
         with open(args.output, "w", encoding="utf-8") as out:
             out.write(text)
@@ -321,12 +331,16 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--format", choices=["text", "json"], default="text")
     report.set_defaults(run=cmd_report)
 
-    init = commands.add_parser("init", help="a draft contract from existing tables, its clauses suggested "
+    init = commands.add_parser("init", help="a draft contract from existing tables or files, its clauses suggested "
                                "from one read-only scan of each")
     init.add_argument("--url", help="the SQLAlchemy URL of the warehouse (duckdb:///file.duckdb, "
                       "postgresql://...)")
     init.add_argument("--server", help="instead of --url: the server whose DQ_CONTRACTS_<SERVER>_* endpoint "
                       "the operator declared, as check uses it")
+    init.add_argument("--path", help="instead of --url: csv, parquet or json files (a glob; {object} stands for "
+                      "the table's name), written as a file server's path relative to the output's folder")
+    init.add_argument("--format", dest="file_format", choices=("csv", "parquet", "json"),
+                      help="the files' format (default: their extension's)")
     init.add_argument("--table", action="append", required=True, help="a table to draw (repeat for more)")
     init.add_argument("--schema", help="the schema the tables are in (default: the server type's)")
     init.add_argument("--server-type", help="the ODCS server type to write (default: the URL's)")

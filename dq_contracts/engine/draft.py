@@ -3,8 +3,9 @@ types (the schema check's read, engine/dialects.py `catalog_columns`) and, in on
 table on the read-only, time-limited session `check` uses (engine/sessions.py): rows, and per column
 its NULLs, exact distinct count, range (numbers, dates, timestamps) and longest text. Only a text
 column with few distinct values whose name does not suggest personal data has its values read (one
-bounded DISTINCT query): nothing else of the data leaves the warehouse. odcs/draft.py writes the
-document."""
+bounded DISTINCT query): nothing else of the data leaves the warehouse. Files (a file server's
+Files) are read as `check` reads them: their columns as DuckDB's reader types them, scanned by that
+reader in the same one query. odcs/draft.py writes the document."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import sqlalchemy as sa
 
 from dq_contracts.engine.connections import Connection, engine_for
 from dq_contracts.engine.dialects import dialect_of
-from dq_contracts.engine.schema_check import family_of
+from dq_contracts.engine.schema_check import DESCRIBE_FILES, family_of
 from dq_contracts.engine.sessions import DEFAULT_TIMEOUT_SECONDS, read_only
 from dq_contracts.odcs.draft import FEW_VALUES, few_values, personal
 
@@ -59,14 +60,33 @@ def _measures(column: ColumnMeasure, value: sa.ColumnElement, length) -> list[tu
     return out
 
 
-def measure_table(connection: sa.Connection, name: str, schema: str | None) -> TableMeasure:
-    row = dialect_of(connection.dialect.name)
+def _source(connection: sa.Connection, name: str, schema: str | None, files: Any) -> tuple[list[dict], Any]:
+    """The table's columns as its catalog spells their types (files: as DuckDB's reader types them,
+    as the schema check reads them), and the table to scan."""
+    from dq_contracts.engine.sql import table_for
+
+    if files is not None:
+        path = files.path_of(name)
+        try:
+            rows = connection.execute(DESCRIBE_FILES[files.format], {"path": path}).fetchall()
+        except sa.exc.DBAPIError as exc:
+            raise LookupError(f"the files {files.pattern_of(name)} cannot be read as {files.format}: "
+                              f"{str(exc.orig).splitlines()[0]}") from exc
+        catalog = [{"name": column, "type_text": str(type_text), "resolved": str(type_text)}
+                   for column, type_text, *_ in rows]
+        return catalog, table_for(name, None, [str(c["name"]) for c in catalog], files=files)
     parts = name.split(".")
     *prefix, table_name = parts if len(parts) > 1 or not schema else [schema, name]
-    catalog = row.catalog_columns(connection, prefix, table_name)
+    catalog = dialect_of(connection.dialect.name).catalog_columns(connection, prefix, table_name)
     if not catalog:
         raise LookupError(f"table {name} does not exist (or has no columns)")
-    table = sa.table(table_name, *(sa.column(str(c["name"])) for c in catalog), schema=".".join(prefix) or None)
+    return catalog, sa.table(table_name, *(sa.column(str(c["name"])) for c in catalog),
+                             schema=".".join(prefix) or None)
+
+
+def measure_table(connection: sa.Connection, name: str, schema: str | None, files: Any = None) -> TableMeasure:
+    row = dialect_of(connection.dialect.name)
+    catalog, table = _source(connection, name, schema, files)
     columns = [ColumnMeasure(str(c["name"]), str(c["type_text"]), family_of(str(c["type_text"]))) for c in catalog]
     labels: list[sa.ColumnElement] = [sa.func.count().label("rows")]
     for i, column in enumerate(columns):
@@ -93,10 +113,10 @@ def url_connection(url: sa.URL, schema: str | None) -> Connection:
 def measure(connection: Connection, tables: list[str],
             timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> list[TableMeasure]:
     """Each table measured on one read-only, time-limited session of the connection's engine."""
-    schema = connection.schema
+    schema, files = connection.schema, connection.files
     engine = engine_for(connection)
     try:
         with read_only(engine, timeout_seconds) as connection:
-            return [measure_table(connection, name, schema) for name in tables]
+            return [measure_table(connection, name, schema, files) for name in tables]
     finally:
         engine.dispose()

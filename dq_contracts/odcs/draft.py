@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import os
 import re
 from typing import Any, Iterable
 
 import yaml
+
+from dq_contracts.odcs.declaration import is_remote
+from dq_contracts.odcs.servers import FORMAT_EXTENSIONS
 
 MARK = "# suggested by dq-contracts init:"
 FEW_VALUES = 10  # a text column with at most this many distinct values gets its validValues
@@ -113,11 +117,32 @@ def server_entry(url: Any, schema: str | None, server_type: str, database_path: 
         fields += [(k, v) for k, v in (("host", url.host), ("port", url.port), ("database", url.database)) if v]
     if schema:
         fields.append(("schema", schema))
-    first, *rest = fields
+    return entry_lines(dict(fields))
+
+
+def entry_lines(server: dict[str, Any]) -> list[str]:
+    """One `servers` entry, a field a line."""
+    first, *rest = server.items()
     return [f"  - {first[0]}: {_y(first[1])}", *(f"    {k}: {_y(v)}" for k, v in rest)]
 
 
-def draft_text(tables: Iterable[Any], server: list[str], contract_id: str) -> str:
+def file_server(path: str, fmt: str | None, server_type: str | None, tables: list[str], folder: str,
+                name: str = "files") -> dict[str, Any]:
+    """The file server of `init --path`: its format (default: the files' extension's), and the path
+    as `check` reads it, relative to the contract's folder (a remote location as written)."""
+    if fmt is None:
+        fmt = next((f for f, ends in FORMAT_EXTENSIONS.items() if path.lower().endswith(ends)), None)
+        if fmt is None:
+            raise ValueError(f"--path {path}: say --format csv, parquet or json (the files' extension does not)")
+    if len(tables) > 1 and not any(mark in path for mark in ("{object}", "{model}")):
+        raise ValueError(f"--path {path} names the files of one table; for several, put {{object}} where "
+                         "each table's name goes")
+    if not is_remote(path):
+        path = os.path.relpath(os.path.abspath(os.path.expanduser(path)), folder)
+    return {"server": name, "type": server_type or "local", "format": fmt, "path": path}
+
+
+def draft_text(tables: Iterable[Any], server: list[str], contract_id: str, object_type: str = "table") -> str:
     """The whole draft document."""
     tables = list(tables)
     lines = [f"# A draft drawn by dq-contracts init from {len(tables)} table(s): review every suggested clause.",
@@ -126,7 +151,7 @@ def draft_text(tables: Iterable[Any], server: list[str], contract_id: str) -> st
     newest: tuple[float, str, str] | None = None
     for table in tables:
         name = table.name.split(".")[-1]
-        lines += [f"  - name: {_y(name)}", f"    physicalName: {_y(table.name)}", "    physicalType: table",
+        lines += [f"  - name: {_y(name)}", f"    physicalName: {_y(table.name)}", f"    physicalType: {object_type}",
                   "    logicalType: object", "    properties:"]
         for column in table.columns:
             lines += _property(column, table.rows, table)

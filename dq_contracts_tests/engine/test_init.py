@@ -43,9 +43,43 @@ def _fill(engine: sa.Engine) -> None:
                           hours=hours), n=note, r=f"00000000-0000-4000-8000-00000000000{oid}"))
 
 
-@pytest.fixture(params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])
+FILES = {  # format: (the files init is given, DuckDB's COPY options)
+    "csv": ("data/orders.csv", "(HEADER)"),
+    "parquet": ("data/orders/*.parquet", "(FORMAT parquet)"),
+}
+
+
+class Files:
+    """The table as files: each change is made to an in-memory table, written out again."""
+
+    def __init__(self, folder, fmt):
+        import duckdb
+
+        self.glob, self.options = FILES[fmt]
+        self.file = folder / self.glob.replace("*", "part-0")
+        self.file.parent.mkdir(parents=True, exist_ok=True)
+        self.db = duckdb.connect()
+        self.engine = sa.create_engine("duckdb:///:memory:", creator=lambda: self.db)
+        _fill(self.engine)
+        self.write()
+
+    def write(self):
+        self.db.execute(f"COPY orders TO '{self.file}' {self.options}")
+
+    def execute(self, statement):
+        self.db.execute(statement)
+        self.write()
+
+
+@pytest.fixture(params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres), "csv", "parquet"])
 def drawn(request, tmp_path):
-    """(url, environment for check, writable engine) of a table of ROWS."""
+    """(init's arguments, environment for check, change(SQL): a statement run on the table) of a table
+    of ROWS; the contract is written to contracts/c.odcs.yaml."""
+    (tmp_path / "contracts").mkdir()
+    if request.param in FILES:
+        files = Files(tmp_path, request.param)
+        yield ["--path", files.glob], {}, files.execute
+        return
     if request.param == "duckdb":
         url, env = f"duckdb:///{tmp_path / 'w.duckdb'}", {}
     else:
@@ -53,30 +87,33 @@ def drawn(request, tmp_path):
         env = {"DQ_CONTRACTS_WAREHOUSE_URL": str(url)}
     engine = sa.create_engine(url)
     _fill(engine)
-    if request.param == "duckdb":
+    engine.dispose()
+
+    def change(statement):
+        with engine.begin() as c:
+            c.exec_driver_sql(statement)
         engine.dispose()
-    yield str(url), env, engine
+
+    yield ["--url", str(url)], env, change
     engine.dispose()
 
 
 @pytest.mark.parametrize("planted,failing", PLANTED)
 def test_init_draft_validates_passes_and_catches(tmp_path, drawn, planted, failing):
-    url, env, engine = drawn
-    made = _cli(tmp_path, "init", "--url", url, "--table", "orders", "--output", "c.odcs.yaml")
+    source, env, change = drawn
+    made = _cli(tmp_path, "init", *source, "--table", "orders", "--output", "contracts/c.odcs.yaml")
     assert made.returncode == 0, made.stderr
-    text = (tmp_path / "c.odcs.yaml").read_text()
+    text = (tmp_path / "contracts" / "c.odcs.yaml").read_text()
     assert "# suggested by dq-contracts init:" in text
     assert not any(email in text for _, email, *_ in ROWS)
-    assert sa.make_url(url).password is None or sa.make_url(url).password not in text
-    valid = _cli(tmp_path, "validate", "c.odcs.yaml")
+    assert "@" not in text  # no user or password of the URL either
+    valid = _cli(tmp_path, "validate", "contracts/c.odcs.yaml")
     assert valid.returncode == 0 and "0 error(s)" in valid.stdout, valid.stdout
-    checked = _cli(tmp_path, "check", "c.odcs.yaml", env=env)
+    checked = _cli(tmp_path, "check", "contracts/c.odcs.yaml", env=env)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert " fail" not in checked.stdout.split("check(s):")[0]
-    with engine.begin() as c:
-        c.exec_driver_sql(planted)
-    engine.dispose()
-    checked = _cli(tmp_path, "check", "c.odcs.yaml", env=env)
+    change(planted)
+    checked = _cli(tmp_path, "check", "contracts/c.odcs.yaml", env=env)
     assert checked.returncode == 1
     assert any(failing in line and "fail" in line for line in checked.stdout.splitlines()), checked.stdout
 
@@ -100,6 +137,12 @@ REFUSED = [  # arguments, what stderr says (exit 1, no traceback)
     (["--url", "duckdb:///missing.duckdb", "--table", "orders"], "does not exist; not opening it"),
     (["--url", "not a url", "--table", "orders"], "Could not parse"),
     (["--server", "nobody", "--server-type", "postgres", "--table", "orders"], "no endpoint declared"),
+    (["--path", "data/nope/*.parquet", "--table", "orders"], "no regular file inside the operator's roots matches"),
+    (["--path", "data/orders", "--table", "orders"], "say --format csv, parquet or json"),
+    (["--path", "orders.csv", "--table", "a", "--table", "b"], "put {object} where each table's name goes"),
+    (["--path", "/etc/passwd", "--format", "csv", "--table", "orders"], "outside the folders the operator lets"),
+    (["--path", "w.duckdb", "--format", "csv", "--url", "duckdb:///w.duckdb", "--table", "orders"],
+     "or --path FILES"),
 ]
 
 
