@@ -238,16 +238,21 @@ def cmd_init(args: argparse.Namespace) -> int:
 
     from dq_contracts.engine.sessions import ReadOnlyRefused
 
-    if sum(map(bool, (args.url, args.server, args.path))) != 1:
+    trouble = 2 if args.against else 1  # --against answers as diff does: 0 same, 1 drifted, 2 trouble
+    sources = sum(map(bool, (args.url, args.server, args.path)))  # --against alone: the contract's own server
+    if sources > 1 or not (sources or args.against):
         say("dq-contracts init: give either --url URL or --server NAME (its DQ_CONTRACTS_<NAME>_* endpoint) "
             "or --path FILES", file=sys.stderr)
-        return 1
+        return trouble
+    if not args.table and not args.against:
+        say("dq-contracts init: give --table NAME (repeat for more)", file=sys.stderr)
+        return trouble
     try:
         return _draw(args)
     # a missing table or file, a refused endpoint or session, a malformed URL: said in our own words
     except (LookupError, ValueError, OSError, ReadOnlyRefused, sa.exc.ArgumentError) as exc:
         say(f"dq-contracts init: {exc}", file=sys.stderr)
-        return 1
+        return trouble
 
 
 def _draw(args: argparse.Namespace) -> int:
@@ -256,19 +261,18 @@ def _draw(args: argparse.Namespace) -> int:
     import sqlalchemy as sa
 
     from dq_contracts.engine.connections import connection_for
-    from dq_contracts.engine.draft import measure, url_connection
+    from dq_contracts.engine.draft import url_connection
     from dq_contracts.odcs.declaration import declaration_of
-    from dq_contracts.odcs.draft import draft_text, server_entry
+    from dq_contracts.odcs.draft import entry_lines, file_server, server_entry
     from dq_contracts.odcs.servers import server_type_of_dialect
 
-    folder = os.path.dirname(os.path.abspath(args.output)) if args.output else os.getcwd()
+    if args.against and not (args.url or args.server or args.path):
+        return _against(args, None, "table")
+    written = args.output or args.against
+    folder = os.path.dirname(os.path.abspath(written)) if written else os.getcwd()
     if args.path:  # files: a file server, opened as check opens it from the contract's folder
-        from dq_contracts.odcs.draft import entry_lines, file_server
-
-        server = file_server(args.path, args.file_format, args.server_type, args.table, folder)
-        tables = measure(connection_for(server, folder=folder), args.table, args.timeout)
-        return _write(args, draft_text(tables, entry_lines(server), f"urn:dq-contracts:draft:{tables[0].name}",
-                                       object_type="file"), tables)
+        server = file_server(args.path, args.file_format, args.server_type, args.table or [], folder)
+        return _drawn(args, connection_for(server, folder=folder), entry_lines(server), "file")
     if args.server:  # the operator's endpoint, as check builds it
         kind = args.server_type or declaration_of(args.server).type
         server = {"server": args.server, "type": kind, **({"schema": args.schema} if args.schema else {})}
@@ -284,12 +288,18 @@ def _draw(args: argparse.Namespace) -> int:
     database_path = None
     if row is not None and row.database_file:  # a file: said from the output's folder, as check reads it
         database_path = os.path.relpath(os.path.abspath(url.database or ""), folder)
-    tables = measure(connection, args.table, args.timeout)
     entry = server_entry(url, connection.schema or schema, kind, database_path, args.server or "warehouse")
-    return _write(args, draft_text(tables, entry, f"urn:dq-contracts:draft:{tables[0].name}"), tables)
+    return _drawn(args, connection, entry, "table")
 
 
-def _write(args: argparse.Namespace, text: str, tables: list) -> int:
+def _drawn(args: argparse.Namespace, connection, entry: list[str], object_type: str) -> int:
+    from dq_contracts.engine.draft import measure
+    from dq_contracts.odcs.draft import draft_text
+
+    if args.against:
+        return _against(args, connection, object_type)
+    tables = measure(connection, args.table, args.timeout)
+    text = draft_text(tables, entry, f"urn:dq-contracts:draft:{tables[0].name}", object_type)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as out:
             out.write(text)
@@ -297,6 +307,15 @@ def _write(args: argparse.Namespace, text: str, tables: list) -> int:
     else:
         sys.stdout.write(text)
     return 0
+
+
+def _against(args: argparse.Namespace, connection, object_type: str) -> int:
+    """The diff from the contract to the contract as its tables are now; the file is never written."""
+    from dq_contracts.engine.draft import drift
+
+    diff = drift(connection, args.against, args.table, args.timeout, object_type)
+    sys.stdout.write(diff)
+    return 1 if diff else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -341,10 +360,13 @@ def build_parser() -> argparse.ArgumentParser:
                       "the table's name), written as a file server's path relative to the output's folder")
     init.add_argument("--format", dest="file_format", choices=("csv", "parquet", "json"),
                       help="the files' format (default: their extension's)")
-    init.add_argument("--table", action="append", required=True, help="a table to draw (repeat for more)")
+    init.add_argument("--table", action="append", help="a table to draw (repeat for more; with --against, "
+                      "default: every object of the contract)")
     init.add_argument("--schema", help="the schema the tables are in (default: the server type's)")
     init.add_argument("--server-type", help="the ODCS server type to write (default: the URL's)")
     init.add_argument("--output", help="the contract file to write (default: standard output)")
+    init.add_argument("--against", help="an existing contract: print the diff from it to the contract as its "
+                      "tables are now (exit 0: no change, 1: drifted, 2: trouble); the file is not written")
     init.add_argument("--timeout", type=float, default=300, help="statement timeout in seconds (default 300)")
     init.set_defaults(run=cmd_init)
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 import sqlalchemy as sa
 
 from dq_contracts.engine.connections import Connection, engine_for
 from dq_contracts.engine.dialects import dialect_of
-from dq_contracts.engine.schema_check import DESCRIBE_FILES, family_of
+from dq_contracts.engine.schema_check import DESCRIBE_FILES, family_of, logical_mismatch, resolve_types, type_differs
+from dq_contracts.odcs.drift import column_of
 from dq_contracts.engine.sessions import DEFAULT_TIMEOUT_SECONDS, read_only
 from dq_contracts.odcs.draft import FEW_VALUES, few_values, personal
 
@@ -44,6 +45,8 @@ class TableMeasure:
     name: str
     rows: int
     columns: list[ColumnMeasure] = field(default_factory=list)
+    # init --against: per property key, whether its declared (physicalType, logicalType) differ from the column's
+    verdicts: dict[str, tuple[bool, bool]] = field(default_factory=dict)
     measured_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
 
 
@@ -65,6 +68,8 @@ def _source(connection: sa.Connection, name: str, schema: str | None, files: Any
     as the schema check reads them), and the table to scan."""
     from dq_contracts.engine.sql import table_for
 
+    if hasattr(files, "attach"):
+        raise LookupError("init reads csv, parquet or json files, not Delta or Iceberg tables")
     if files is not None:
         path = files.path_of(name)
         try:
@@ -84,7 +89,24 @@ def _source(connection: sa.Connection, name: str, schema: str | None, files: Any
                              schema=".".join(prefix) or None)
 
 
-def measure_table(connection: sa.Connection, name: str, schema: str | None, files: Any = None) -> TableMeasure:
+def _verdicts(connection: sa.Connection, catalog: list[dict], columns: list[ColumnMeasure],
+              declared: Mapping[str, tuple[Any, Any]]) -> dict[str, tuple[bool, bool]]:
+    """Per declared property, whether its physicalType and logicalType differ from its column's, judged
+    as the schema check judges them (the engine's own type names where it resolves them)."""
+    by_name = {str(c["name"]): c for c in catalog}
+    resolved = resolve_types(connection, [str(physical) for physical, _ in declared.values() if physical])
+    verdicts = {}
+    for key, (physical, logical) in declared.items():
+        column = column_of(columns, key)
+        if column is not None:
+            verdicts[key] = (bool(physical) and type_differs(connection, by_name[column.name], str(physical),
+                                                             resolved[str(physical)]),
+                             bool(logical) and logical_mismatch(logical, column.type_text))
+    return verdicts
+
+
+def measure_table(connection: sa.Connection, name: str, schema: str | None, files: Any = None,
+                  declared: Mapping[str, tuple[Any, Any]] | None = None) -> TableMeasure:
     row = dialect_of(connection.dialect.name)
     catalog, table = _source(connection, name, schema, files)
     columns = [ColumnMeasure(str(c["name"]), str(c["type_text"]), family_of(str(c["type_text"]))) for c in catalog]
@@ -102,6 +124,8 @@ def measure_table(connection: sa.Connection, name: str, schema: str | None, file
             value = table.c[column.name]
             query = sa.select(value).where(value.isnot(None)).distinct().limit(FEW_VALUES + 1)
             column.values = sorted(str(v) for v in connection.execute(query).scalars())
+    if declared:
+        measured.verdicts = _verdicts(connection, catalog, columns, declared)
     return measured
 
 
@@ -110,13 +134,48 @@ def url_connection(url: sa.URL, schema: str | None) -> Connection:
     return Connection(url, schema, tuple(s for s in (url.password,) if s))
 
 
-def measure(connection: Connection, tables: list[str],
-            timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> list[TableMeasure]:
-    """Each table measured on one read-only, time-limited session of the connection's engine."""
+def measure(connection: Connection, tables: list[str], timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+            declared: Mapping[str, Mapping[str, tuple[Any, Any]]] | None = None) -> list[TableMeasure]:
+    """Each table measured on one read-only, time-limited session of the connection's engine; with
+    `declared` (per table, its properties' declared types: odcs/drift.declared_types), each judged."""
     schema, files = connection.schema, connection.files
     engine = engine_for(connection)
     try:
         with read_only(engine, timeout_seconds) as connection:
-            return [measure_table(connection, name, schema, files) for name in tables]
+            return [measure_table(connection, name, schema, files, (declared or {}).get(name)) for name in tables]
     finally:
         engine.dispose()
+
+
+def drift(connection: Connection | None, file: str, tables: list[str] | None,
+          timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS, object_type: str = "table") -> str:
+    """`init --against FILE`: the unified diff from the contract to the contract as its tables are
+    now (odcs/drift.py); empty when nothing changed. The file is read as every contract is, never
+    written. `tables`: default, every object's; `connection`: default, the contract's first server
+    a check can run against, connected as `check` connects it."""
+    import os
+    from pathlib import Path
+
+    from dq_contracts.engine.connections import connection_for
+    from dq_contracts.odcs.drift import declared_types, drift_diff, objects_of, redrawn, table_of
+    from dq_contracts.odcs.loader import read_document
+    from dq_contracts.odcs.servers import checkable, is_file_server
+
+    document, problems = read_document(Path(file), explicit=True)
+    if document is None or not isinstance(document.data, dict):
+        raise ValueError(f"--against {file}: {problems[0].message if problems else 'not a contract'}")
+    if connection is None:
+        servers = document.data.get("servers")
+        server = next((s for s in servers if isinstance(s, dict) and checkable(s)), None) \
+            if isinstance(servers, list) else None
+        if server is None:
+            raise ValueError(f"--against {file}: no server a check can run against; give --url, --server or --path")
+        connection = connection_for(server, folder=os.path.dirname(os.path.abspath(file)))
+        object_type = "file" if is_file_server(server) else "table"
+    tables = tables or [table_of(o) for o in objects_of(document.data) if table_of(o)]
+    if not tables:
+        raise ValueError(f"--against {file}: no schema object names a table; give --table NAME")
+    declared = {t: declared_types(document.data, t) for t in tables}
+    measured = measure(connection, tables, timeout_seconds, declared)
+    now = redrawn(document.data, measured, {t.name: t.verdicts for t in measured}, object_type)
+    return drift_diff(document.data, now, file)

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 import sqlalchemy as sa
 
 ROWS = [  # (id, email, status, amount, placed, updated_at hours ago, note)
@@ -153,3 +154,50 @@ def test_init_refusals(tmp_path, args, said):
     engine.dispose()
     proc = _cli(tmp_path, "init", *args)
     assert proc.returncode == 1 and said in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+DRIFTED = [  # a change made to the table, the lines the diff changes (lower case, stripped), the exit code
+    ("SELECT 1", set(), 0),
+    ("UPDATE orders SET status = NULL WHERE order_id = 1", {"-required: true"}, 1),
+    ("UPDATE orders SET amount = 5000 WHERE order_id = 2", {"-maximum: 2000", "+maximum: 5000"}, 1),
+    ("UPDATE orders SET placed = CAST('2019-12-31' AS date) WHERE order_id = 3",
+     {"-minimum: '2026-01-01'", "+minimum: '2019-01-01'"}, 1),
+    ("UPDATE orders SET status = 'lost' WHERE order_id = 2", {"+- lost"}, 1),
+    ("UPDATE orders SET note = 'very fragile indeed' WHERE order_id = 1",
+     {"-maxlength: 7", "+maxlength: 19", "+- very fragile indeed"}, 1),
+    ("UPDATE orders SET order_id = 1 WHERE order_id = 3", {"-primarykey: true"}, 1),
+    ("ALTER TABLE orders ALTER COLUMN order_id TYPE bigint", {"-physicaltype: integer", "+physicaltype: bigint"}, 1),
+    ("ALTER TABLE orders ADD COLUMN extra integer",
+     {"+- name: extra", "+physicalname: extra", "+physicaltype: integer", "+logicaltype: integer"}, 1),
+    ("ALTER TABLE orders DROP COLUMN placed",
+     {"-- name: placed", "-physicalname: placed", "-physicaltype: date", "-logicaltype: date", "-required: true",
+      "-unique: true", "-logicaltypeoptions:", "-minimum: '2026-01-01'"}, 1),
+    ("DROP TABLE orders", set(), 2),
+]
+
+
+@pytest.mark.parametrize("drawn", ["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True)
+@pytest.mark.parametrize("change,lines,code", DRIFTED, ids=[c.split(" SET ")[-1][:40] for c, *_ in DRIFTED])
+def test_init_against_an_existing_contract(tmp_path, drawn, change, lines, code):
+    """`init --against FILE`: the diff from the contract to the contract as the table is now, with what
+    the author added kept; exit 0 unchanged, 1 drifted, 2 trouble; the file is never written."""
+    source, env, make_change = drawn
+    assert _cli(tmp_path, "init", *source, "--table", "orders", "--output", "contracts/c.odcs.yaml").returncode == 0
+    contract = tmp_path / "contracts" / "c.odcs.yaml"
+    doc = yaml.safe_load(contract.read_text())  # what an author adds to the draft is kept
+    doc["description"] = {"purpose": "orders as placed"}
+    doc["schema"][0]["properties"][2]["description"] = "where the order is"
+    doc["schema"][0]["quality"] = [{"metric": "rowCount", "mustBeGreaterThan": 0}]
+    contract.write_text(yaml.safe_dump(doc, sort_keys=False))
+    written = contract.read_bytes()
+    make_change(change)
+    proc = _cli(tmp_path, "init", *source, "--against", "contracts/c.odcs.yaml")
+    changed = {line[0] + line[1:].strip().lower() for line in proc.stdout.splitlines()
+               if line[:1] in "+-" and not line.startswith(("+++", "---"))}
+    assert (proc.returncode, changed) == (code, lines), proc.stdout + proc.stderr
+    assert contract.read_bytes() == written and "Traceback" not in proc.stderr
+    if code == 2:
+        assert "does not exist" in proc.stderr
+    if code == 1:  # the contract's own server, as check connects it, says the same
+        alone = _cli(tmp_path, "init", "--against", "contracts/c.odcs.yaml", env=env)
+        assert (alone.returncode, alone.stdout) == (1, proc.stdout), alone.stderr
