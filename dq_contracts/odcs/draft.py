@@ -15,7 +15,8 @@ from typing import Any, Iterable
 import yaml
 
 from dq_contracts.odcs.declaration import is_remote
-from dq_contracts.odcs.servers import FORMAT_EXTENSIONS
+from dq_contracts.odcs.servers import ENDPOINT, FORMAT_EXTENSIONS
+from dq_contracts.odcs.servers import server_type as server_type_row
 
 MARK = "# suggested by dq-contracts init:"
 FEW_VALUES = 10  # a text column with at most this many distinct values gets its validValues
@@ -109,12 +110,18 @@ def _property(column: Any, rows: int, table: Any) -> list[str]:
 
 def server_entry(url: Any, schema: str | None, server_type: str, database_path: str | None,
                  name: str = "warehouse") -> list[str]:
-    """The servers entry of the URL: its type, endpoint and schema, never its user or password."""
+    """The servers entry of the URL: its type, endpoint (each part of the URL once, as the type's ODCS
+    fields name it: Snowflake's host is its `account`) and schema, never its user or password."""
     fields: list[tuple[str, Any]] = [("server", name), ("type", server_type)]
     if database_path is not None:
         fields.append(("database", database_path))
     else:
-        fields += [(k, v) for k, v in (("host", url.host), ("port", url.port), ("database", url.database)) if v]
+        row = server_type_row(server_type)
+        parts, used = {"host": url.host, "port": url.port, "database": url.database}, set()
+        for key, part in (row.endpoint if row is not None else ENDPOINT):
+            if parts[part] and part not in used:
+                fields.append((key, parts[part]))
+                used.add(part)
     if schema:
         fields.append(("schema", schema))
     return entry_lines(dict(fields))
