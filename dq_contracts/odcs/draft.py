@@ -122,9 +122,24 @@ def server_entry(url: Any, schema: str | None, server_type: str, database_path: 
             if parts[part] and part not in used:
                 fields.append((key, parts[part]))
                 used.add(part)
-    if schema:
+    if schema and "schema" in server_fields(server_type):
         fields.append(("schema", schema))
     return entry_lines(dict(fields))
+
+
+def server_fields(server_type: str) -> set[str]:
+    """The fields the official ODCS schema gives a server of the type (a Hive server has no `schema`:
+    its `database` is one); every field where the schema says nothing of the type."""
+    from dq_contracts.odcs.validate import official_schema
+
+    defs = official_schema().get("$defs", {})
+    for branch in defs.get("Server", {}).get("allOf", []):
+        if (branch.get("if") or {}).get("properties", {}).get("type", {}).get("const") == server_type:
+            found = defs
+            for part in str((branch.get("then") or {}).get("$ref", "")).split("/")[2:]:
+                found = found.get(part, {})
+            return set(found.get("properties") or {}) or {"schema"}
+    return {"schema"}
 
 
 def entry_lines(server: dict[str, Any]) -> list[str]:

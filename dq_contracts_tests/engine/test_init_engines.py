@@ -5,6 +5,7 @@ table validates, its checks pass on the table, and a planted violation fails the
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 
 import pytest
 import sqlalchemy as sa
@@ -35,13 +36,15 @@ def _table() -> sa.Table:  # every name quoted as written (Snowflake: lower case
     return sa.Table(sa.sql.quoted_name("orders", True), sa.MetaData(), *(sa.Column(sa.sql.quoted_name(n, True), t) for n, t in COLUMNS.items()))
 
 
-def _fill(kind: str, engine: sa.Engine) -> None:
+SPARK_COLUMNS = {"order_id": "INT", "email": "STRING", "status": "STRING", "amount": "DECIMAL(10,2)", "placed": "DATE",
+                 "updated_at": "TIMESTAMP", "note": "STRING"}
+
+
+def _fill(kind: str, engine: sa.Engine, name: str) -> None:
     if kind == "spark":
         from dq_contracts_tests.support import spark_table
 
-        spark_table(engine, "orders", {"order_id": "INT", "email": "STRING", "status": "STRING",
-                                       "amount": "DECIMAL(10,2)", "placed": "DATE", "updated_at": "TIMESTAMP",
-                                       "note": "STRING"}, ROWS)
+        spark_table(engine, name, SPARK_COLUMNS, ROWS)
         return
     table = _table()
     table.metadata.create_all(engine)
@@ -49,16 +52,14 @@ def _fill(kind: str, engine: sa.Engine) -> None:
         c.execute(sa.insert(table), [dict(zip(COLUMNS, row)) for row in ROWS])
 
 
-def _plant(kind: str, engine: sa.Engine, order_id: int, values: dict) -> None:
+def _plant(kind: str, engine: sa.Engine, name: str, order_id: int, values: dict) -> None:
     if kind == "spark":  # no UPDATE on a Spark table: the rows written again
         from dq_contracts_tests.support import spark_table
 
         rows = [tuple(values.get(n, v) for n, v in zip(COLUMNS, row)) if row[0] == order_id else row for row in ROWS]
         with engine.begin() as c:
-            c.exec_driver_sql("DROP TABLE orders")
-        spark_table(engine, "orders", {"order_id": "INT", "email": "STRING", "status": "STRING",
-                                       "amount": "DECIMAL(10,2)", "placed": "DATE", "updated_at": "TIMESTAMP",
-                                       "note": "STRING"}, rows)
+            c.exec_driver_sql(f"DROP TABLE {name}")
+        spark_table(engine, name, SPARK_COLUMNS, rows)
         return
     table = _table()
     with engine.begin() as c:
@@ -74,17 +75,26 @@ def _cli(capsys, *args) -> tuple[int, str, str]:
 @pytest.mark.parametrize("kind", ENGINES)
 @pytest.mark.parametrize("order_id,values,failing", PLANTED[:1] + PLANTED[3:4], ids=["not_null", "invalid_values"])
 def test_init_draft_validates_passes_and_catches(kind, order_id, values, failing, warehouse_of, tmp_path,
-                                                 monkeypatch, capsys):
-    server, env, engine = warehouse_of(kind)
+                                                 monkeypatch, capsys, request):
+    name = "orders"
+    if kind == "spark":
+        # in Spark's `default` database: check reads a hive server's bare name there, whatever its `database`
+        from dq_contracts_tests.support import spark_engine
+
+        url, name = request.getfixturevalue("spark").url("default"), f"orders_{uuid.uuid4().hex[:12]}"
+        server, env, engine = {"server": "sp", "type": "hive"}, {"DQ_CONTRACTS_SP_URL": url,
+                                                                 "DQ_CONTRACTS_SP_READ_ONLY": "true"}, spark_engine(url)
+    else:
+        server, env, engine = warehouse_of(kind)
     if kind == "mariadb":  # the operator's endpoint names the database init reads
         env = {**env, "DQ_CONTRACTS_MY_DATABASE": server["database"]}
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
+    for variable, value in env.items():
+        monkeypatch.setenv(variable, value)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "contracts").mkdir()
-    _fill(kind, engine)
+    _fill(kind, engine, name)
     code, out, err = _cli(capsys, "init", "--server", server["server"], "--server-type", server["type"],
-                          "--table", "orders", "--output", "contracts/c.odcs.yaml")
+                          "--table", name, "--output", "contracts/c.odcs.yaml")
     assert code == 0, err
     text = (tmp_path / "contracts" / "c.odcs.yaml").read_text()
     assert "# suggested by dq-contracts init:" in text and "@" not in text and "secret" not in text
@@ -92,6 +102,10 @@ def test_init_draft_validates_passes_and_catches(kind, order_id, values, failing
     assert code == 0 and "0 error(s)" in out, out + err
     code, out, err = _cli(capsys, "check", "contracts/c.odcs.yaml")
     assert code == 0 and " fail" not in out.split("check(s):")[0], out + err + text
-    _plant(kind, engine, order_id, values)
+    _plant(kind, engine, name, order_id, values)
     code, out, err = _cli(capsys, "check", "contracts/c.odcs.yaml")
     assert code == 1 and any(failing in line and "fail" in line for line in out.splitlines()), out + err
+    if kind == "spark":
+        with engine.begin() as c:
+            c.exec_driver_sql(f"DROP TABLE {name}")
+    engine.dispose()
