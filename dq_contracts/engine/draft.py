@@ -157,7 +157,7 @@ def drift(connection: Connection | None, file: str, tables: list[str] | None,
     from pathlib import Path
 
     from dq_contracts.engine.connections import connection_for
-    from dq_contracts.odcs.drift import declared_types, drift_diff, objects_of, redrawn, table_of
+    from dq_contracts.odcs.drift import declared_types, drift_diff, objects_of, table_of
     from dq_contracts.odcs.loader import read_document
     from dq_contracts.odcs.servers import checkable, is_file_server
 
@@ -177,5 +177,5 @@ def drift(connection: Connection | None, file: str, tables: list[str] | None,
         raise ValueError(f"--against {file}: no schema object names a table; give --table NAME")
     declared = {t: declared_types(document.data, t) for t in tables}
     measured = measure(connection, tables, timeout_seconds, declared)
-    now = redrawn(document.data, measured, {t.name: t.verdicts for t in measured}, object_type)
-    return drift_diff(document.data, now, file)
+    return drift_diff(document.text, document.data, measured, {t.name: t.verdicts for t in measured}, file,
+                      object_type, document.is_json)

@@ -164,6 +164,20 @@ def file_server(path: str, fmt: str | None, server_type: str | None, tables: lis
     return {"server": name, "type": server_type or "local", "format": fmt, "path": path}
 
 
+def property_lines(column: Any, table: Any) -> list[str]:
+    """One column's property, its suggestions marked (a list item indented as in a draft: 6 spaces)."""
+    return _property(column, table.rows, table)
+
+
+def object_lines(table: Any, object_type: str = "table") -> list[str]:
+    """One table's schema object, its properties' suggestions marked (a list item indented 2 spaces)."""
+    lines = [f"  - name: {_y(table.name.split('.')[-1])}", f"    physicalName: {_y(table.name)}",
+             f"    physicalType: {object_type}", "    logicalType: object", "    properties:"]
+    for column in table.columns:
+        lines += _property(column, table.rows, table)
+    return lines
+
+
 def draft_text(tables: Iterable[Any], server: list[str], contract_id: str, object_type: str = "table") -> str:
     """The whole draft document."""
     tables = list(tables)
@@ -173,10 +187,8 @@ def draft_text(tables: Iterable[Any], server: list[str], contract_id: str, objec
     newest: tuple[float, str, str] | None = None
     for table in tables:
         name = table.name.split(".")[-1]
-        lines += [f"  - name: {_y(name)}", f"    physicalName: {_y(table.name)}", f"    physicalType: {object_type}",
-                  "    logicalType: object", "    properties:"]
+        lines += object_lines(table, object_type)
         for column in table.columns:
-            lines += _property(column, table.rows, table)
             if column.family == "timestamp" and column.maximum is not None:
                 age = _age_days(column.maximum, table.measured_at)
                 if newest is None or age < newest[0]:

@@ -24,7 +24,7 @@ from typing import Any, Iterable
 
 import yaml
 
-from dq_contracts.odcs.draft import _property, _round
+from dq_contracts.odcs.draft import _round, object_lines, property_lines
 
 
 def table_of(obj: dict) -> str:
@@ -61,103 +61,142 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool)
 
 
-def _widened(options: dict, column: Any) -> None:
+class Edits(list):
+    """The changes made to the document, each at its path in the document as written: ("set", path,
+    value), ("delete", path), ("drop", path of a list item), ("append", path of a list, lines drawn,
+    the indent of those lines' item dash): drift_lines.py makes them to the file's own lines."""
+
+    def set(self, container: dict, key: str, value: Any, path: list) -> None:
+        container[key] = value
+        self.append(("set", [*path, key], value))
+
+    def delete(self, container: dict, key: str, path: list) -> None:
+        del container[key]
+        self.append(("delete", [*path, key]))
+
+
+def _widened(options: dict, column: Any, edits: Edits, path: list) -> None:
     """A bound the data passes, widened as init draws it: rounded outward, a date to its year."""
     low, high = column.minimum, column.maximum
     if column.family in ("integer", "number") and _number(low):
         if _number(options.get("minimum")) and low < options["minimum"]:
-            options["minimum"] = _round(low, math.floor)
+            edits.set(options, "minimum", _round(low, math.floor), path)
         if _number(options.get("maximum")) and high > options["maximum"]:
-            options["maximum"] = _round(high, math.ceil)
+            edits.set(options, "maximum", _round(high, math.ceil), path)
     if column.family == "date" and isinstance(low, dt.date) and isinstance(options.get("minimum"), str):
         if low.isoformat() < options["minimum"]:
-            options["minimum"] = dt.date(low.year, 1, 1).isoformat()
+            edits.set(options, "minimum", dt.date(low.year, 1, 1).isoformat(), path)
     if column.family == "date" and isinstance(high, dt.date) and isinstance(options.get("maximum"), str):
         if high.isoformat() > options["maximum"]:
-            options["maximum"] = high.isoformat()
+            edits.set(options, "maximum", high.isoformat(), path)
     if _number(options.get("maxLength")) and column.max_length is not None and column.max_length > options["maxLength"]:
-        options["maxLength"] = int(column.max_length)
+        edits.set(options, "maxLength", int(column.max_length), path)
 
 
-def _valid_values(prop: dict, column: Any) -> None:
+def _valid_values(prop: dict, column: Any, edits: Edits, path: list) -> None:
     """An invalidValues rule's text validValues, with the values the column has now."""
-    if not column.values:
+    rules = prop.get("quality")
+    if not column.values or not isinstance(rules, list):
         return
-    for rule in prop.get("quality") or []:
+    for k, rule in enumerate(rules):
         arguments = rule.get("arguments") if isinstance(rule, dict) else None
         valid = arguments.get("validValues") if isinstance(arguments, dict) else None
         if rule.get("metric") == "invalidValues" and isinstance(valid, list) and all(isinstance(v, str) for v in valid):
-            arguments["validValues"] = valid + sorted(set(column.values) - set(valid))
+            new = sorted(set(column.values) - set(valid))
+            if new:
+                edits.set(arguments, "validValues", valid + new, [*path, "quality", k, "arguments"])
 
 
-def _redrawn_property(prop: dict, column: Any, rows: int, verdict: tuple[bool, bool], compound: bool) -> dict:
+def _redrawn_property(prop: dict, column: Any, rows: int, verdict: tuple[bool, bool], compound: bool,
+                      edits: Edits, path: list) -> dict:
     prop = copy.deepcopy(prop)
     physical_differs, logical_differs = verdict
     if prop.get("physicalType") and physical_differs:
-        prop["physicalType"] = column.type_text
+        edits.set(prop, "physicalType", column.type_text, path)
     if prop.get("logicalType") and logical_differs and column.family:
-        prop["logicalType"] = column.family
+        edits.set(prop, "logicalType", column.family, path)
     if not rows:
         return prop  # an empty table bears every clause
     unique = column.nulls == 0 and column.distinct == rows
     if prop.get("required") is True and column.nulls:
-        del prop["required"]
+        edits.delete(prop, "required", path)
     if prop.get("unique") is True and column.distinct is not None and column.distinct < rows - column.nulls:
-        del prop["unique"]
+        edits.delete(prop, "unique", path)
     if prop.get("primaryKey") is True and (column.nulls or not (compound or unique or column.distinct is None)):
-        del prop["primaryKey"]
-        prop.pop("primaryKeyPosition", None)
+        edits.delete(prop, "primaryKey", path)
+        if "primaryKeyPosition" in prop:
+            edits.delete(prop, "primaryKeyPosition", path)
     if isinstance(prop.get("logicalTypeOptions"), dict):
-        _widened(prop["logicalTypeOptions"], column)
-    _valid_values(prop, column)
+        _widened(prop["logicalTypeOptions"], column, edits, [*path, "logicalTypeOptions"])
+    _valid_values(prop, column, edits, path)
     return prop
 
 
-def _drawn_property(column: Any, table: Any) -> dict:
-    """A new column's property, as init draws it (its suggestions' comments are not kept by the diff)."""
-    text = "\n".join(line[6:] for line in _property(column, table.rows, table))
-    return yaml.safe_load(text)[0]
-
-
-def _drawn_object(table: Any, object_type: str) -> dict:
-    name = table.name.split(".")[-1]
-    return {"name": name, "physicalName": table.name, "physicalType": object_type, "logicalType": "object",
-            "properties": [_drawn_property(c, table) for c in table.columns]}
+def _loaded(lines: list[str], indent: int) -> Any:
+    """Lines drawn as a list item whose dash is at `indent`, as data."""
+    return yaml.safe_load("\n".join(line[indent:] for line in lines))[0]
 
 
 def redrawn(document: dict, tables: list[Any], verdicts: dict[str, dict[str, tuple[bool, bool]]],
-            object_type: str = "table") -> dict:
-    """The document as its tables are now. `verdicts`: per table, per property key, whether the
-    declared physicalType and logicalType differ from the column's (engine/draft.py)."""
+            object_type: str = "table", edits: Edits | None = None) -> dict:
+    """The document as its tables are now, each change recorded in `edits`. `verdicts`: per table,
+    per property key, whether the declared physicalType and logicalType differ from the column's
+    (engine/draft.py)."""
+    edits = Edits() if edits is None else edits
     document = copy.deepcopy(document)
-    objects = objects_of(document)
+    schema = document.get("schema")
+    objects = list(enumerate(schema)) if isinstance(schema, list) else []
     for table in tables:
-        obj = next((o for o in objects if table_of(o) == table.name), None)
-        if obj is None:  # a table the contract has no object for: drawn, as init draws it
-            document.setdefault("schema", []).append(_drawn_object(table, object_type))
+        found = next(((i, o) for i, o in objects if isinstance(o, dict) and table_of(o) == table.name), None)
+        if found is None:  # a table the contract has no object for: drawn, as init draws it
+            drawn = object_lines(table, object_type)
+            document.setdefault("schema", []).append(_loaded(drawn, 2))
+            edits.append(("append", ["schema"], drawn, 2))
             continue
-        properties = [p for p in obj.get("properties") or [] if isinstance(p, dict)]
-        compound = sum(1 for p in properties if p.get("primaryKey") is True) > 1
+        i, obj = found
+        properties = obj.get("properties") if isinstance(obj.get("properties"), list) else []
+        compound = sum(1 for p in properties if isinstance(p, dict) and p.get("primaryKey") is True) > 1
         kept, named = [], set()
-        for prop in properties:
-            column = column_of(table.columns, key_of(prop))
+        for j, prop in enumerate(properties):
+            column = column_of(table.columns, key_of(prop)) if isinstance(prop, dict) else None
             if column is None:
-                continue  # the column is gone
+                if isinstance(prop, dict):  # the column is gone
+                    edits.append(("drop", ["schema", i, "properties", j]))
+                else:
+                    kept.append(prop)
+                continue
             named.add(column.name)
             verdict = verdicts.get(table.name, {}).get(key_of(prop), (False, False))
-            kept.append(_redrawn_property(prop, column, table.rows, verdict, compound))
-        kept += [_drawn_property(c, table) for c in table.columns if c.name not in named]
+            kept.append(_redrawn_property(prop, column, table.rows, verdict, compound, edits,
+                                          ["schema", i, "properties", j]))
+        for column in table.columns:
+            if column.name not in named:
+                drawn = property_lines(column, table)
+                kept.append(_loaded(drawn, 6))
+                edits.append(("append", ["schema", i, "properties"], drawn, 6))
         obj["properties"] = kept
     return document
 
 
 def render(document: Any) -> list[str]:
-    """The document's YAML as both sides of the diff are written: keys in the author's order."""
+    """The document's YAML as dq-contracts writes it: keys in the author's order."""
     text = yaml.safe_dump(document, sort_keys=False, allow_unicode=True, default_flow_style=False, width=100)
     return text.splitlines(keepends=True)
 
 
-def drift_diff(document: dict, now: dict, file: str) -> str:
-    """The unified diff from the contract (as written, comments left out) to the contract now."""
-    return "".join(difflib.unified_diff(render(document), render(now), fromfile=file,
-                                        tofile=f"{file} (the tables now)"))
+def drift_diff(text: str, document: dict, tables: list[Any], verdicts: dict[str, dict[str, tuple[bool, bool]]],
+               file: str, object_type: str = "table", is_json: bool = False) -> str:
+    """The unified diff from the contract to the contract as its tables are now: of the file's own
+    lines, each change made where it is written (drift_lines.py); where a change cannot be made so
+    (JSON, a flow mapping, a key on its item's dash line), of both as dq-contracts writes them
+    (comments left out). Empty when nothing changed."""
+    from dq_contracts.odcs.drift_lines import edited
+
+    edits = Edits()
+    now = redrawn(document, tables, verdicts, object_type, edits)
+    if not edits:
+        return ""
+    after = None if is_json else edited(text, edits, now)
+    before, after = (text.splitlines(keepends=True), after.splitlines(keepends=True)) if after is not None \
+        else (render(document), render(now))
+    return "".join(difflib.unified_diff(before, after, fromfile=file, tofile=f"{file} (the tables now)"))

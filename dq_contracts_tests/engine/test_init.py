@@ -3,6 +3,7 @@ checks pass on the table, a planted violation fails them, and no value of the `e
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -196,8 +197,74 @@ def test_init_against_an_existing_contract(tmp_path, drawn, change, lines, code)
                if line[:1] in "+-" and not line.startswith(("+++", "---"))}
     assert (proc.returncode, changed) == (code, lines), proc.stdout + proc.stderr
     assert contract.read_bytes() == written and "Traceback" not in proc.stderr
+    mine = set(written.decode().splitlines())  # a patch of the file: what it removes or keeps is the file's
+    assert all(line[1:] in mine for line in proc.stdout.splitlines()[2:] if line[:1] in " -"), proc.stdout
     if code == 2:
         assert "does not exist" in proc.stderr
     if code == 1:  # the contract's own server, as check connects it, says the same
         alone = _cli(tmp_path, "init", "--against", "contracts/c.odcs.yaml", env=env)
         assert (alone.returncode, alone.stdout) == (1, proc.stdout), alone.stderr
+
+
+OWN_LINES = [  # on the draft as init wrote it: a change, the diff's lines exactly (the file's comments kept)
+    ("UPDATE orders SET status = NULL WHERE order_id = 1",
+     ["-        required: true  # suggested by dq-contracts init: no NULL in 3 row(s)"]),
+    ("UPDATE orders SET status = 'lost' WHERE order_id = 2",
+     ["-              validValues: [paid, shipped]", "+              validValues: [paid, shipped, lost]"]),
+    ("UPDATE orders SET amount = 5000 WHERE order_id = 2",  # init's comment said what was measured then
+     ["-          maximum: 2000  # suggested by dq-contracts init: observed 12.50 to 1234.00, rounded outward",
+      "+          maximum: 5000"]),
+]
+
+
+@pytest.mark.parametrize("change,lines", OWN_LINES)
+def test_init_against_diffs_the_files_own_lines(tmp_path, change, lines):
+    """The diff is a patch of the file as written: its comments and layout kept where nothing changed."""
+    engine = sa.create_engine(f"duckdb:///{tmp_path / 'w.duckdb'}")
+    _fill(engine)
+    engine.dispose()
+    assert _cli(tmp_path, "init", "--url", "duckdb:///w.duckdb", "--table", "orders", "--output", "c.odcs.yaml"
+                ).returncode == 0
+    with engine.begin() as c:
+        c.exec_driver_sql(change)
+    engine.dispose()
+    proc = _cli(tmp_path, "init", "--against", "c.odcs.yaml")
+    assert proc.returncode == 1, proc.stderr
+    assert [line for line in proc.stdout.splitlines()[2:] if line[:1] in "+-"] == lines, proc.stdout
+    # applied to the file as patch would, it is the contract the table now passes
+    (tmp_path / "c.odcs.yaml").write_text(_patched((tmp_path / "c.odcs.yaml").read_text(), proc.stdout))
+    assert _cli(tmp_path, "init", "--against", "c.odcs.yaml").returncode == 0
+    assert _cli(tmp_path, "check", "c.odcs.yaml").returncode == 0
+
+
+def _patched(text: str, diff: str) -> str:
+    """A unified diff applied to the text it was made from (each hunk's old lines must be there)."""
+    old, out, at = text.splitlines(keepends=True), [], 0
+    for hunk in diff.split("\n@@ ")[1:]:
+        header, *body = hunk.splitlines(keepends=True)
+        start = int(header.split()[0].split(",")[0].lstrip("-")) - 1
+        out += old[at:start]
+        at = start
+        for line in body:
+            if line[:1] in " -":
+                assert old[at] == line[1:], (old[at], line)
+                at += 1
+            if line[:1] in " +":
+                out.append(line[1:])
+    return "".join(out + old[at:])
+
+
+def test_init_against_a_json_contract_diffs_the_documents(tmp_path):
+    """A JSON contract's changes cannot be made to its lines: the diff is of both documents as YAML."""
+    engine = sa.create_engine(f"duckdb:///{tmp_path / 'w.duckdb'}")
+    _fill(engine)
+    engine.dispose()
+    made = _cli(tmp_path, "init", "--url", "duckdb:///w.duckdb", "--table", "orders")
+    (tmp_path / "c.odcs.json").write_text(json.dumps(yaml.safe_load(made.stdout)))
+    assert _cli(tmp_path, "init", "--against", "c.odcs.json").returncode == 0
+    with engine.begin() as c:
+        c.exec_driver_sql("UPDATE orders SET status = NULL WHERE order_id = 1")
+    engine.dispose()
+    proc = _cli(tmp_path, "init", "--against", "c.odcs.json")
+    assert proc.returncode == 1 and [line for line in proc.stdout.splitlines()[2:] if line[:1] in "+-"] == [
+        "-    required: true"], proc.stdout

@@ -9,7 +9,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from dq_contracts.odcs.drift import drift_diff, redrawn
+import yaml
+
+from dq_contracts.odcs.drift import Edits, drift_diff, redrawn
+from dq_contracts.odcs.drift_lines import edited
 
 
 def _column(name, family="integer", **measured):
@@ -45,8 +48,13 @@ REDRAWN = [  # property as written, the column now (rows: 3), the property as th
 def test_a_property_as_the_table_is_now(prop, column, expected):
     table = SimpleNamespace(name="t", rows=3, columns=[column], measured_at=dt.datetime.now(dt.timezone.utc))
     doc = {"id": "x", "schema": [{"name": "t", "properties": [prop]}]}
-    assert redrawn(doc, [table], {})["schema"][0]["properties"] == [expected]
-    assert (drift_diff(doc, redrawn(doc, [table], {}), "c.yaml") == "") is (prop == expected)
+    edits = Edits()
+    now = redrawn(doc, [table], {}, edits=edits)
+    assert now["schema"][0]["properties"] == [expected]
+    text = yaml.safe_dump(doc, sort_keys=False)
+    assert (drift_diff(text, doc, [table], {}, "c.yaml") == "") is (prop == expected)
+    # each change made to the file's own lines (drift_lines.py), which then read as the document made
+    assert prop == expected or yaml.safe_load(edited(text, edits, now)) == now
 
 
 def test_an_empty_table_bears_every_clause_and_a_compound_key_is_judged_only_on_nulls():
