@@ -315,6 +315,8 @@ def _against(args: argparse.Namespace, connection, object_type: str) -> int:
 
     diff = drift(connection, args.against, args.table, args.timeout, object_type)
     sys.stdout.write(diff)
+    if not diff:  # a diff says nothing when nothing differs; a person is told what was compared
+        say(f"dq-contracts init: {args.against}: nothing init compares has changed in its tables", file=sys.stderr)
     return 1 if diff else 0
 
 

@@ -201,6 +201,8 @@ def test_init_against_an_existing_contract(tmp_path, drawn, change, lines, code)
     assert all(line[1:] in mine for line in proc.stdout.splitlines()[2:] if line[:1] in " -"), proc.stdout
     if code == 2:
         assert "does not exist" in proc.stderr
+    if code == 0:
+        assert "nothing init compares has changed" in proc.stderr
     if code == 1:  # the contract's own server, as check connects it, says the same
         alone = _cli(tmp_path, "init", "--against", "contracts/c.odcs.yaml", env=env)
         assert (alone.returncode, alone.stdout) == (1, proc.stdout), alone.stderr
