@@ -306,14 +306,18 @@ def cmd_init(args: argparse.Namespace) -> int:
 
     from dq_contracts.engine.sessions import ReadOnlyRefused
 
-    if bool(args.url) == bool(args.server):
-        say("dq-contracts init: give either --url URL or --server NAME (its DQ_CONTRACTS_<NAME>_* endpoint)",
-            file=sys.stderr)
+    sources = sum(map(bool, (args.url, args.server, args.path)))  # --against alone: the contract's own server
+    if sources > 1 or not (sources or args.against):
+        say("dq-contracts init: give either --url URL or --server NAME (its DQ_CONTRACTS_<NAME>_* endpoint) "
+            "or --path FILES", file=sys.stderr)
+        return 1
+    if not args.table and not args.against:
+        say("dq-contracts init: give --table NAME (repeat for more)", file=sys.stderr)
         return 1
     try:
         return _draw(args)
-    # a missing table, a refused endpoint or session, a malformed URL: said in our own words
-    except (LookupError, ValueError, ReadOnlyRefused, sa.exc.ArgumentError) as exc:
+    # a missing table or file, a refused endpoint or session, a malformed URL: said in our own words
+    except (LookupError, ValueError, OSError, ReadOnlyRefused, sa.exc.ArgumentError) as exc:
         say(f"dq-contracts init: {exc}", file=sys.stderr)
         return 1
 
@@ -324,11 +328,18 @@ def _draw(args: argparse.Namespace) -> int:
     import sqlalchemy as sa
 
     from dq_contracts.engine.connections import connection_for
-    from dq_contracts.engine.draft import measure, url_connection
+    from dq_contracts.engine.draft import url_connection
     from dq_contracts.odcs.declaration import declaration_of
-    from dq_contracts.odcs.draft import draft_text, server_entry
+    from dq_contracts.odcs.draft import entry_lines, file_server, server_entry
     from dq_contracts.odcs.servers import server_type_of_dialect
 
+    if args.against and not (args.url or args.server or args.path):
+        return _against(args, None, "table")
+    written = args.output or args.against
+    folder = os.path.dirname(os.path.abspath(written)) if written else os.getcwd()
+    if args.path:  # files: a file server, opened as check opens it from the contract's folder
+        server = file_server(args.path, args.file_format, args.server_type, args.table or [], folder)
+        return _drawn(args, connection_for(server, folder=folder), entry_lines(server), "file")
     if args.server:  # the operator's endpoint, as check builds it
         kind = args.server_type or declaration_of(args.server).type
         server = {"server": args.server, "type": kind, **({"schema": args.schema} if args.schema else {})}
@@ -343,11 +354,19 @@ def _draw(args: argparse.Namespace) -> int:
         connection = url_connection(url, schema)
     database_path = None
     if row is not None and row.database_file:  # a file: said from the output's folder, as check reads it
-        folder = os.path.dirname(os.path.abspath(args.output)) if args.output else os.getcwd()
         database_path = os.path.relpath(os.path.abspath(url.database or ""), folder)
-    tables = measure(connection, args.table, args.timeout)
     entry = server_entry(url, connection.schema or schema, kind, database_path, args.server or "warehouse")
-    text = draft_text(tables, entry, f"urn:dq-contracts:draft:{tables[0].name}")
+    return _drawn(args, connection, entry, "table")
+
+
+def _drawn(args: argparse.Namespace, connection, entry: list[str], object_type: str) -> int:
+    from dq_contracts.engine.draft import measure
+    from dq_contracts.odcs.draft import draft_text
+
+    if args.against:
+        return _against(args, connection, object_type)
+    tables = measure(connection, args.table, args.timeout)
+    text = draft_text(tables, entry, f"urn:dq-contracts:draft:{tables[0].name}", object_type)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as out:
             out.write(text)
@@ -355,6 +374,17 @@ def _draw(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     return 0
+
+
+def _against(args: argparse.Namespace, connection, object_type: str) -> int:
+    """The diff from the contract to the contract as its tables are now; the file is never written."""
+    from dq_contracts.engine.draft import drift
+
+    diff = drift(connection, args.against, args.table, args.timeout, object_type)
+    sys.stdout.write(diff)
+    if not diff:  # a diff says nothing when nothing differs; a person is told what was compared
+        say(f"dq-contracts init: {args.against}: nothing init compares has changed in its tables", file=sys.stderr)
+    return 1 if diff else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -402,16 +432,23 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--allow-breaking", action="store_true", help="exit 0 on breaking changes and version bumps")
     diff.set_defaults(run=cmd_diff)
 
-    init = commands.add_parser("init", help="a draft contract from existing tables, its clauses suggested "
+    init = commands.add_parser("init", help="a draft contract from existing tables or files, its clauses suggested "
                                "from one read-only scan of each")
     init.add_argument("--url", help="the SQLAlchemy URL of the warehouse (duckdb:///file.duckdb, "
                       "postgresql://...)")
     init.add_argument("--server", help="instead of --url: the server whose DQ_CONTRACTS_<SERVER>_* endpoint "
                       "the operator declared, as check uses it")
-    init.add_argument("--table", action="append", required=True, help="a table to draw (repeat for more)")
+    init.add_argument("--path", help="instead of --url: csv, parquet or json files (a glob; {object} stands for "
+                      "the table's name), written as a file server's path relative to the output's folder")
+    init.add_argument("--format", dest="file_format", choices=("csv", "parquet", "json"),
+                      help="the files' format (default: their extension's)")
+    init.add_argument("--table", action="append", help="a table to draw (repeat for more; with --against, "
+                      "default: every object of the contract)")
     init.add_argument("--schema", help="the schema the tables are in (default: the server type's)")
     init.add_argument("--server-type", help="the ODCS server type to write (default: the URL's)")
     init.add_argument("--output", help="the contract file to write (default: standard output)")
+    init.add_argument("--against", help="an existing contract: print the diff from it to the contract as its "
+                      "tables are now (exit 0: no change, 1: drifted or not drawn); the file is not written")
     init.add_argument("--timeout", type=float, default=300, help="statement timeout in seconds (default 300)")
     init.set_defaults(run=cmd_init)
 

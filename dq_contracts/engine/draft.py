@@ -3,20 +3,22 @@ types (the schema check's read, engine/dialects.py `catalog_columns`) and, in on
 table on the read-only, time-limited session `check` uses (engine/sessions.py): rows, and per column
 its NULLs, exact distinct count, range (numbers, dates, timestamps) and longest text. Only a text
 column with few distinct values whose name does not suggest personal data has its values read (one
-bounded DISTINCT query): nothing else of the data leaves the warehouse. odcs/draft.py writes the
-document."""
+bounded DISTINCT query): nothing else of the data leaves the warehouse. Files (a file server's
+Files) are read as `check` reads them: their columns as DuckDB's reader types them, scanned by that
+reader in the same one query. odcs/draft.py writes the document."""
 
 from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 import sqlalchemy as sa
 
 from dq_contracts.engine.connections import Connection, engine_for
 from dq_contracts.engine.dialects import dialect_of
-from dq_contracts.engine.schema_check import family_of
+from dq_contracts.engine.schema_check import DESCRIBE_FILES, family_of, logical_mismatch, resolve_types, type_differs
+from dq_contracts.odcs.drift import column_of
 from dq_contracts.engine.sessions import DEFAULT_TIMEOUT_SECONDS, read_only
 from dq_contracts.odcs.draft import FEW_VALUES, few_values, personal
 
@@ -43,6 +45,8 @@ class TableMeasure:
     name: str
     rows: int
     columns: list[ColumnMeasure] = field(default_factory=list)
+    # init --against: per property key, whether its declared (physicalType, logicalType) differ from the column's
+    verdicts: dict[str, tuple[bool, bool]] = field(default_factory=dict)
     measured_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
 
 
@@ -59,14 +63,52 @@ def _measures(column: ColumnMeasure, value: sa.ColumnElement, length) -> list[tu
     return out
 
 
-def measure_table(connection: sa.Connection, name: str, schema: str | None) -> TableMeasure:
-    row = dialect_of(connection.dialect.name)
+def _source(connection: sa.Connection, name: str, schema: str | None, files: Any) -> tuple[list[dict], Any]:
+    """The table's columns as its catalog spells their types (files: as DuckDB's reader types them,
+    as the schema check reads them), and the table to scan."""
+    from dq_contracts.engine.sql import table_for
+
+    if hasattr(files, "attach"):
+        raise LookupError("init reads csv, parquet or json files, not Delta or Iceberg tables")
+    if files is not None:
+        path = files.path_of(name)
+        try:
+            rows = connection.execute(DESCRIBE_FILES[files.format], {"path": path}).fetchall()
+        except sa.exc.DBAPIError as exc:
+            raise LookupError(f"the files {files.pattern_of(name)} cannot be read as {files.format}: "
+                              f"{str(exc.orig).splitlines()[0]}") from exc
+        catalog = [{"name": column, "type_text": str(type_text), "resolved": str(type_text)}
+                   for column, type_text, *_ in rows]
+        return catalog, table_for(name, None, [str(c["name"]) for c in catalog], files=files)
     parts = name.split(".")
     *prefix, table_name = parts if len(parts) > 1 or not schema else [schema, name]
-    catalog = row.catalog_columns(connection, prefix, table_name)
+    catalog = dialect_of(connection.dialect.name).catalog_columns(connection, prefix, table_name)
     if not catalog:
         raise LookupError(f"table {name} does not exist (or has no columns)")
-    table = sa.table(table_name, *(sa.column(str(c["name"])) for c in catalog), schema=".".join(prefix) or None)
+    return catalog, sa.table(table_name, *(sa.column(str(c["name"])) for c in catalog),
+                             schema=".".join(prefix) or None)
+
+
+def _verdicts(connection: sa.Connection, catalog: list[dict], columns: list[ColumnMeasure],
+              declared: Mapping[str, tuple[Any, Any]]) -> dict[str, tuple[bool, bool]]:
+    """Per declared property, whether its physicalType and logicalType differ from its column's, judged
+    as the schema check judges them (the engine's own type names where it resolves them)."""
+    by_name = {str(c["name"]): c for c in catalog}
+    resolved = resolve_types(connection, [str(physical) for physical, _ in declared.values() if physical])
+    verdicts = {}
+    for key, (physical, logical) in declared.items():
+        column = column_of(columns, key)
+        if column is not None:
+            verdicts[key] = (bool(physical) and type_differs(connection, by_name[column.name], str(physical),
+                                                             resolved[str(physical)]),
+                             bool(logical) and logical_mismatch(logical, column.type_text))
+    return verdicts
+
+
+def measure_table(connection: sa.Connection, name: str, schema: str | None, files: Any = None,
+                  declared: Mapping[str, tuple[Any, Any]] | None = None) -> TableMeasure:
+    row = dialect_of(connection.dialect.name)
+    catalog, table = _source(connection, name, schema, files)
     columns = [ColumnMeasure(str(c["name"]), str(c["type_text"]), family_of(str(c["type_text"]))) for c in catalog]
     labels: list[sa.ColumnElement] = [sa.func.count().label("rows")]
     for i, column in enumerate(columns):
@@ -82,6 +124,8 @@ def measure_table(connection: sa.Connection, name: str, schema: str | None) -> T
             value = table.c[column.name]
             query = sa.select(value).where(value.isnot(None)).distinct().limit(FEW_VALUES + 1)
             column.values = sorted(str(v) for v in connection.execute(query).scalars())
+    if declared:
+        measured.verdicts = _verdicts(connection, catalog, columns, declared)
     return measured
 
 
@@ -90,13 +134,48 @@ def url_connection(url: sa.URL, schema: str | None) -> Connection:
     return Connection(url, schema, tuple(s for s in (url.password,) if s))
 
 
-def measure(connection: Connection, tables: list[str],
-            timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> list[TableMeasure]:
-    """Each table measured on one read-only, time-limited session of the connection's engine."""
-    schema = connection.schema
+def measure(connection: Connection, tables: list[str], timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+            declared: Mapping[str, Mapping[str, tuple[Any, Any]]] | None = None) -> list[TableMeasure]:
+    """Each table measured on one read-only, time-limited session of the connection's engine; with
+    `declared` (per table, its properties' declared types: odcs/drift.declared_types), each judged."""
+    schema, files = connection.schema, connection.files
     engine = engine_for(connection)
     try:
         with read_only(engine, timeout_seconds) as connection:
-            return [measure_table(connection, name, schema) for name in tables]
+            return [measure_table(connection, name, schema, files, (declared or {}).get(name)) for name in tables]
     finally:
         engine.dispose()
+
+
+def drift(connection: Connection | None, file: str, tables: list[str] | None,
+          timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS, object_type: str = "table") -> str:
+    """`init --against FILE`: the unified diff from the contract to the contract as its tables are
+    now (odcs/drift.py); empty when nothing changed. The file is read as every contract is, never
+    written. `tables`: default, every object's; `connection`: default, the contract's first server
+    a check can run against, connected as `check` connects it."""
+    import os
+    from pathlib import Path
+
+    from dq_contracts.engine.connections import connection_for
+    from dq_contracts.odcs.drift import declared_types, drift_diff, objects_of, table_of
+    from dq_contracts.odcs.loader import read_document
+    from dq_contracts.odcs.servers import checkable, is_file_server
+
+    document, problems = read_document(Path(file), explicit=True)
+    if document is None or not isinstance(document.data, dict):
+        raise ValueError(f"--against {file}: {problems[0].message if problems else 'not a contract'}")
+    if connection is None:
+        servers = document.data.get("servers")
+        server = next((s for s in servers if isinstance(s, dict) and checkable(s)), None) \
+            if isinstance(servers, list) else None
+        if server is None:
+            raise ValueError(f"--against {file}: no server a check can run against; give --url, --server or --path")
+        connection = connection_for(server, folder=os.path.dirname(os.path.abspath(file)))
+        object_type = "file" if is_file_server(server) else "table"
+    tables = tables or [table_of(o) for o in objects_of(document.data) if table_of(o)]
+    if not tables:
+        raise ValueError(f"--against {file}: no schema object names a table; give --table NAME")
+    declared = {t: declared_types(document.data, t) for t in tables}
+    measured = measure(connection, tables, timeout_seconds, declared)
+    return drift_diff(document.text, document.data, measured, {t.name: t.verdicts for t in measured}, file,
+                      object_type, document.is_json)

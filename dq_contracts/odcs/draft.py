@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import os
 import re
 from typing import Any, Iterable
 
 import yaml
+
+from dq_contracts.odcs.declaration import is_remote
+from dq_contracts.odcs.servers import ENDPOINT, FORMAT_EXTENSIONS
+from dq_contracts.odcs.servers import server_type as server_type_row
 
 MARK = "# suggested by dq-contracts init:"
 FEW_VALUES = 10  # a text column with at most this many distinct values gets its validValues
@@ -123,19 +128,75 @@ def _null_budget(column: Any, rows: int) -> list[str]:
 
 def server_entry(url: Any, schema: str | None, server_type: str, database_path: str | None,
                  name: str = "warehouse") -> list[str]:
-    """The servers entry of the URL: its type, endpoint and schema, never its user or password."""
+    """The servers entry of the URL: its type, endpoint (each part of the URL once, as the type's ODCS
+    fields name it: Snowflake's host is its `account`) and schema, never its user or password."""
     fields: list[tuple[str, Any]] = [("server", name), ("type", server_type)]
     if database_path is not None:
         fields.append(("database", database_path))
     else:
-        fields += [(k, v) for k, v in (("host", url.host), ("port", url.port), ("database", url.database)) if v]
-    if schema:
+        row = server_type_row(server_type)
+        parts, used = {"host": url.host, "port": url.port, "database": url.database}, set()
+        for key, part in (row.endpoint if row is not None else ENDPOINT):
+            if parts[part] and part not in used:
+                fields.append((key, parts[part]))
+                used.add(part)
+    if schema and "schema" in server_fields(server_type):
         fields.append(("schema", schema))
-    first, *rest = fields
+    return entry_lines(dict(fields))
+
+
+def server_fields(server_type: str) -> set[str]:
+    """The fields the official ODCS schema gives a server of the type (a Hive server has no `schema`:
+    its `database` is one); every field where the schema says nothing of the type."""
+    from dq_contracts.odcs.validate import official_schema
+
+    defs = official_schema().get("$defs", {})
+    for branch in defs.get("Server", {}).get("allOf", []):
+        if (branch.get("if") or {}).get("properties", {}).get("type", {}).get("const") == server_type:
+            found = defs
+            for part in str((branch.get("then") or {}).get("$ref", "")).split("/")[2:]:
+                found = found.get(part, {})
+            return set(found.get("properties") or {}) or {"schema"}
+    return {"schema"}
+
+
+def entry_lines(server: dict[str, Any]) -> list[str]:
+    """One `servers` entry, a field a line."""
+    first, *rest = server.items()
     return [f"  - {first[0]}: {_y(first[1])}", *(f"    {k}: {_y(v)}" for k, v in rest)]
 
 
-def draft_text(tables: Iterable[Any], server: list[str], contract_id: str) -> str:
+def file_server(path: str, fmt: str | None, server_type: str | None, tables: list[str], folder: str,
+                name: str = "files") -> dict[str, Any]:
+    """The file server of `init --path`: its format (default: the files' extension's), and the path
+    as `check` reads it, relative to the contract's folder (a remote location as written)."""
+    if fmt is None:
+        fmt = next((f for f, ends in FORMAT_EXTENSIONS.items() if path.lower().endswith(ends)), None)
+        if fmt is None:
+            raise ValueError(f"--path {path}: say --format csv, parquet or json (the files' extension does not)")
+    if len(tables) > 1 and not any(mark in path for mark in ("{object}", "{model}")):
+        raise ValueError(f"--path {path} names the files of one table; for several, put {{object}} where "
+                         "each table's name goes")
+    if not is_remote(path):
+        path = os.path.relpath(os.path.abspath(os.path.expanduser(path)), folder)
+    return {"server": name, "type": server_type or "local", "format": fmt, "path": path}
+
+
+def property_lines(column: Any, table: Any) -> list[str]:
+    """One column's property, its suggestions marked (a list item indented as in a draft: 6 spaces)."""
+    return _property(column, table.rows, table)
+
+
+def object_lines(table: Any, object_type: str = "table") -> list[str]:
+    """One table's schema object, its properties' suggestions marked (a list item indented 2 spaces)."""
+    lines = [f"  - name: {_y(table.name.split('.')[-1])}", f"    physicalName: {_y(table.name)}",
+             f"    physicalType: {object_type}", "    logicalType: object", "    properties:"]
+    for column in table.columns:
+        lines += _property(column, table.rows, table)
+    return lines
+
+
+def draft_text(tables: Iterable[Any], server: list[str], contract_id: str, object_type: str = "table") -> str:
     """The whole draft document."""
     tables = list(tables)
     lines = [f"# A draft drawn by dq-contracts init from {len(tables)} table(s): review every suggested clause.",
@@ -144,10 +205,8 @@ def draft_text(tables: Iterable[Any], server: list[str], contract_id: str) -> st
     newest: tuple[float, str, str] | None = None
     for table in tables:
         name = table.name.split(".")[-1]
-        lines += [f"  - name: {_y(name)}", f"    physicalName: {_y(table.name)}", "    physicalType: table",
-                  "    logicalType: object", "    properties:"]
+        lines += object_lines(table, object_type)
         for column in table.columns:
-            lines += _property(column, table.rows, table)
             if column.family == "timestamp" and column.maximum is not None:
                 age = _age_days(column.maximum, table.measured_at)
                 if newest is None or age < newest[0]:

@@ -3,11 +3,13 @@ checks pass on the table, a planted violation fails them, and no value of the `e
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 
 import pytest
+import yaml
 import sqlalchemy as sa
 
 ROWS = [  # (id, email, status, amount, placed, updated_at hours ago, note)
@@ -43,9 +45,43 @@ def _fill(engine: sa.Engine) -> None:
                           hours=hours), n=note, r=f"00000000-0000-4000-8000-00000000000{oid}"))
 
 
-@pytest.fixture(params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])
+FILES = {  # format: (the files init is given, DuckDB's COPY options)
+    "csv": ("data/orders.csv", "(HEADER)"),
+    "parquet": ("data/orders/*.parquet", "(FORMAT parquet)"),
+}
+
+
+class Files:
+    """The table as files: each change is made to an in-memory table, written out again."""
+
+    def __init__(self, folder, fmt):
+        import duckdb
+
+        self.glob, self.options = FILES[fmt]
+        self.file = folder / self.glob.replace("*", "part-0")
+        self.file.parent.mkdir(parents=True, exist_ok=True)
+        self.db = duckdb.connect()
+        self.engine = sa.create_engine("duckdb:///:memory:", creator=lambda: self.db)
+        _fill(self.engine)
+        self.write()
+
+    def write(self):
+        self.db.execute(f"COPY orders TO '{self.file}' {self.options}")
+
+    def execute(self, statement):
+        self.db.execute(statement)
+        self.write()
+
+
+@pytest.fixture(params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres), "csv", "parquet"])
 def drawn(request, tmp_path):
-    """(url, environment for check, writable engine) of a table of ROWS."""
+    """(init's arguments, environment for check, change(SQL): a statement run on the table) of a table
+    of ROWS; the contract is written to contracts/c.odcs.yaml."""
+    (tmp_path / "contracts").mkdir()
+    if request.param in FILES:
+        files = Files(tmp_path, request.param)
+        yield ["--path", files.glob], {}, files.execute
+        return
     if request.param == "duckdb":
         url, env = f"duckdb:///{tmp_path / 'w.duckdb'}", {}
     else:
@@ -53,30 +89,33 @@ def drawn(request, tmp_path):
         env = {"DQ_CONTRACTS_WAREHOUSE_URL": str(url)}
     engine = sa.create_engine(url)
     _fill(engine)
-    if request.param == "duckdb":
+    engine.dispose()
+
+    def change(statement):
+        with engine.begin() as c:
+            c.exec_driver_sql(statement)
         engine.dispose()
-    yield str(url), env, engine
+
+    yield ["--url", str(url)], env, change
     engine.dispose()
 
 
 @pytest.mark.parametrize("planted,failing", PLANTED)
 def test_init_draft_validates_passes_and_catches(tmp_path, drawn, planted, failing):
-    url, env, engine = drawn
-    made = _cli(tmp_path, "init", "--url", url, "--table", "orders", "--output", "c.odcs.yaml")
+    source, env, change = drawn
+    made = _cli(tmp_path, "init", *source, "--table", "orders", "--output", "contracts/c.odcs.yaml")
     assert made.returncode == 0, made.stderr
-    text = (tmp_path / "c.odcs.yaml").read_text()
+    text = (tmp_path / "contracts" / "c.odcs.yaml").read_text()
     assert "# suggested by dq-contracts init:" in text
     assert not any(email in text for _, email, *_ in ROWS)
-    assert sa.make_url(url).password is None or sa.make_url(url).password not in text
-    valid = _cli(tmp_path, "validate", "c.odcs.yaml")
+    assert "@" not in text  # no user or password of the URL either
+    valid = _cli(tmp_path, "validate", "contracts/c.odcs.yaml")
     assert valid.returncode == 0 and "0 error(s)" in valid.stdout, valid.stdout
-    checked = _cli(tmp_path, "check", "c.odcs.yaml", env=env)
+    checked = _cli(tmp_path, "check", "contracts/c.odcs.yaml", env=env)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert " fail" not in checked.stdout.split("check(s):")[0]
-    with engine.begin() as c:
-        c.exec_driver_sql(planted)
-    engine.dispose()
-    checked = _cli(tmp_path, "check", "c.odcs.yaml", env=env)
+    change(planted)
+    checked = _cli(tmp_path, "check", "contracts/c.odcs.yaml", env=env)
     assert checked.returncode == 1
     assert any(failing in line and "fail" in line for line in checked.stdout.splitlines()), checked.stdout
 
@@ -100,6 +139,12 @@ REFUSED = [  # arguments, what stderr says (exit 1, no traceback)
     (["--url", "duckdb:///missing.duckdb", "--table", "orders"], "does not exist; not opening it"),
     (["--url", "not a url", "--table", "orders"], "Could not parse"),
     (["--server", "nobody", "--server-type", "postgres", "--table", "orders"], "no endpoint declared"),
+    (["--path", "data/nope/*.parquet", "--table", "orders"], "no regular file inside the operator's roots matches"),
+    (["--path", "data/orders", "--table", "orders"], "say --format csv, parquet or json"),
+    (["--path", "orders.csv", "--table", "a", "--table", "b"], "put {object} where each table's name goes"),
+    (["--path", "/etc/passwd", "--format", "csv", "--table", "orders"], "outside the folders the operator lets"),
+    (["--path", "w.duckdb", "--format", "csv", "--url", "duckdb:///w.duckdb", "--table", "orders"],
+     "or --path FILES"),
 ]
 
 
@@ -110,3 +155,118 @@ def test_init_refusals(tmp_path, args, said):
     engine.dispose()
     proc = _cli(tmp_path, "init", *args)
     assert proc.returncode == 1 and said in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+DRIFTED = [  # a change made to the table, the lines the diff changes (lower case, stripped), the exit code
+    ("SELECT 1", set(), 0),
+    ("UPDATE orders SET status = NULL WHERE order_id = 1", {"-required: true"}, 1),
+    ("UPDATE orders SET amount = 5000 WHERE order_id = 2", {"-maximum: 2000", "+maximum: 5000"}, 1),
+    ("UPDATE orders SET placed = CAST('2019-12-31' AS date) WHERE order_id = 3",
+     {"-minimum: '2026-01-01'", "+minimum: '2019-01-01'"}, 1),
+    ("UPDATE orders SET status = 'lost' WHERE order_id = 2", {"+- lost"}, 1),
+    ("UPDATE orders SET note = 'very fragile indeed' WHERE order_id = 1",
+     {"-maxlength: 7", "+maxlength: 19", "+- very fragile indeed"}, 1),
+    ("UPDATE orders SET order_id = 1 WHERE order_id = 3", {"-primarykey: true"}, 1),
+    ("ALTER TABLE orders ALTER COLUMN order_id TYPE bigint", {"-physicaltype: integer", "+physicaltype: bigint"}, 1),
+    ("ALTER TABLE orders ADD COLUMN extra integer",
+     {"+- name: extra", "+physicalname: extra", "+physicaltype: integer", "+logicaltype: integer"}, 1),
+    ("ALTER TABLE orders DROP COLUMN placed",
+     {"-- name: placed", "-physicalname: placed", "-physicaltype: date", "-logicaltype: date", "-required: true",
+      "-unique: true", "-logicaltypeoptions:", "-minimum: '2026-01-01'"}, 1),
+    ("DROP TABLE orders", set(), 1),
+]
+
+
+@pytest.mark.parametrize("drawn", ["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True)
+@pytest.mark.parametrize("change,lines,code", DRIFTED, ids=[c.split(" SET ")[-1][:40] for c, *_ in DRIFTED])
+def test_init_against_an_existing_contract(tmp_path, drawn, change, lines, code):
+    """`init --against FILE`: the diff from the contract to the contract as the table is now, with what
+    the author added kept; exit 0 unchanged, 1 drifted or not drawn; the file is never written."""
+    source, env, make_change = drawn
+    assert _cli(tmp_path, "init", *source, "--table", "orders", "--output", "contracts/c.odcs.yaml").returncode == 0
+    contract = tmp_path / "contracts" / "c.odcs.yaml"
+    doc = yaml.safe_load(contract.read_text())  # what an author adds to the draft is kept
+    doc["description"] = {"purpose": "orders as placed"}
+    doc["schema"][0]["properties"][2]["description"] = "where the order is"
+    doc["schema"][0]["quality"] = [{"metric": "rowCount", "mustBeGreaterThan": 0}]
+    contract.write_text(yaml.safe_dump(doc, sort_keys=False))
+    written = contract.read_bytes()
+    make_change(change)
+    proc = _cli(tmp_path, "init", *source, "--against", "contracts/c.odcs.yaml")
+    changed = {line[0] + line[1:].strip().lower() for line in proc.stdout.splitlines()
+               if line[:1] in "+-" and not line.startswith(("+++", "---"))}
+    assert (proc.returncode, changed) == (code, lines), proc.stdout + proc.stderr
+    assert contract.read_bytes() == written and "Traceback" not in proc.stderr
+    mine = set(written.decode().splitlines())  # a patch of the file: what it removes or keeps is the file's
+    assert all(line[1:] in mine for line in proc.stdout.splitlines()[2:] if line[:1] in " -"), proc.stdout
+    if code == 2:
+        assert "does not exist" in proc.stderr
+    if code == 0:
+        assert "nothing init compares has changed" in proc.stderr
+    if code == 1:  # the contract's own server, as check connects it, says the same
+        alone = _cli(tmp_path, "init", "--against", "contracts/c.odcs.yaml", env=env)
+        assert (alone.returncode, alone.stdout) == (1, proc.stdout), alone.stderr
+
+
+OWN_LINES = [  # on the draft as init wrote it: a change, the diff's lines exactly (the file's comments kept)
+    ("UPDATE orders SET status = NULL WHERE order_id = 1",
+     ["-        required: true  # suggested by dq-contracts init: no NULL in 3 row(s)"]),
+    ("UPDATE orders SET status = 'lost' WHERE order_id = 2",
+     ["-              validValues: [paid, shipped]", "+              validValues: [paid, shipped, lost]"]),
+    ("UPDATE orders SET amount = 5000 WHERE order_id = 2",  # init's comment said what was measured then
+     ["-          maximum: 2000  # suggested by dq-contracts init: observed 12.50 to 1234.00, rounded outward",
+      "+          maximum: 5000"]),
+]
+
+
+@pytest.mark.parametrize("change,lines", OWN_LINES)
+def test_init_against_diffs_the_files_own_lines(tmp_path, change, lines):
+    """The diff is a patch of the file as written: its comments and layout kept where nothing changed."""
+    engine = sa.create_engine(f"duckdb:///{tmp_path / 'w.duckdb'}")
+    _fill(engine)
+    engine.dispose()
+    assert _cli(tmp_path, "init", "--url", "duckdb:///w.duckdb", "--table", "orders", "--output", "c.odcs.yaml"
+                ).returncode == 0
+    with engine.begin() as c:
+        c.exec_driver_sql(change)
+    engine.dispose()
+    proc = _cli(tmp_path, "init", "--against", "c.odcs.yaml")
+    assert proc.returncode == 1, proc.stderr
+    assert [line for line in proc.stdout.splitlines()[2:] if line[:1] in "+-"] == lines, proc.stdout
+    # applied to the file as patch would, it is the contract the table now passes
+    (tmp_path / "c.odcs.yaml").write_text(_patched((tmp_path / "c.odcs.yaml").read_text(), proc.stdout))
+    assert _cli(tmp_path, "init", "--against", "c.odcs.yaml").returncode == 0
+    assert _cli(tmp_path, "check", "c.odcs.yaml").returncode == 0
+
+
+def _patched(text: str, diff: str) -> str:
+    """A unified diff applied to the text it was made from (each hunk's old lines must be there)."""
+    old, out, at = text.splitlines(keepends=True), [], 0
+    for hunk in diff.split("\n@@ ")[1:]:
+        header, *body = hunk.splitlines(keepends=True)
+        start = int(header.split()[0].split(",")[0].lstrip("-")) - 1
+        out += old[at:start]
+        at = start
+        for line in body:
+            if line[:1] in " -":
+                assert old[at] == line[1:], (old[at], line)
+                at += 1
+            if line[:1] in " +":
+                out.append(line[1:])
+    return "".join(out + old[at:])
+
+
+def test_init_against_a_json_contract_diffs_the_documents(tmp_path):
+    """A JSON contract's changes cannot be made to its lines: the diff is of both documents as YAML."""
+    engine = sa.create_engine(f"duckdb:///{tmp_path / 'w.duckdb'}")
+    _fill(engine)
+    engine.dispose()
+    made = _cli(tmp_path, "init", "--url", "duckdb:///w.duckdb", "--table", "orders")
+    (tmp_path / "c.odcs.json").write_text(json.dumps(yaml.safe_load(made.stdout)))
+    assert _cli(tmp_path, "init", "--against", "c.odcs.json").returncode == 0
+    with engine.begin() as c:
+        c.exec_driver_sql("UPDATE orders SET status = NULL WHERE order_id = 1")
+    engine.dispose()
+    proc = _cli(tmp_path, "init", "--against", "c.odcs.json")
+    assert proc.returncode == 1 and [line for line in proc.stdout.splitlines()[2:] if line[:1] in "+-"] == [
+        "-    required: true"], proc.stdout
