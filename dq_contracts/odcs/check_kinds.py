@@ -55,6 +55,9 @@ class CheckKind:
     # its clause may hold a warn level beside its fail level (a quality rule's `warnThreshold`,
     # clauses/levels.py); a flag's rule is "no offending row", and nothing is reached before that
     warn_level: bool
+    # its measure on clean data (no offending row: 0 NULLs, 0 %), where it has one: a warn level that
+    # value breaks would warn on every run (a row count, a SQL rule's result, have none)
+    clean: int | None = None
 
 
 CHECK_KINDS: dict[str, CheckKind] = {k.name: k for k in [
@@ -64,7 +67,7 @@ CHECK_KINDS: dict[str, CheckKind] = {k.name: k for k in [
     CheckKind(name="not_null", clauses=("required",), params=Params, reach=PER_PARTITION,
               reach_why=ROWS_OF_THE_PARTITION, observed_unit=OFFENDING_ROWS, dimension=None, warn_level=False),
     CheckKind(name="null_values", clauses=("metric:nullValues",), params=Params, reach=PER_PARTITION,
-              reach_why=PERCENT_OF_THE_PARTITION, observed_unit=OFFENDING_ROWS, dimension=None, warn_level=True),
+              reach_why=PERCENT_OF_THE_PARTITION, observed_unit=OFFENDING_ROWS, dimension=None, warn_level=True, clean=0),
     CheckKind(name="unique", clauses=("unique",), params=KeyParams, reach=PER_PARTITION,
               reach_why="no duplicate within the partition (one across partitions is not seen)",
               observed_unit=OFFENDING_ROWS, dimension=None, warn_level=False),
@@ -73,7 +76,7 @@ CHECK_KINDS: dict[str, CheckKind] = {k.name: k for k in [
               dimension=None, warn_level=False),
     CheckKind(name="duplicate_values", clauses=("metric:duplicateValues",), params=KeyParams,
               reach=PER_PARTITION, reach_why="duplicates within the partition", observed_unit=OFFENDING_ROWS,
-              dimension=None, warn_level=True),
+              dimension=None, warn_level=True, clean=0),
     CheckKind(name="range", clauses=("option:minimum", "option:maximum", "option:exclusiveMinimum",
                                      "option:exclusiveMaximum"), params=RangeParams, reach=PER_PARTITION,
               reach_why=ROWS_OF_THE_PARTITION, observed_unit=OFFENDING_ROWS, dimension=None, warn_level=False),
@@ -87,10 +90,10 @@ CHECK_KINDS: dict[str, CheckKind] = {k.name: k for k in [
               reach_why=ROWS_OF_THE_PARTITION, observed_unit=OFFENDING_ROWS, dimension=None, warn_level=False),
     CheckKind(name="missing_values", clauses=("metric:missingValues",), params=ValuesParams,
               reach=PER_PARTITION, reach_why=PERCENT_OF_THE_PARTITION, observed_unit=OFFENDING_ROWS,
-              dimension=None, warn_level=True),
+              dimension=None, warn_level=True, clean=0),
     CheckKind(name="invalid_values", clauses=("metric:invalidValues",), params=InvalidParams,
               reach=PER_PARTITION, reach_why=PERCENT_OF_THE_PARTITION, observed_unit=OFFENDING_ROWS,
-              dimension=None, warn_level=True),
+              dimension=None, warn_level=True, clean=0),
     CheckKind(name="multiple_of", clauses=("option:multipleOf",), params=MultipleParams, reach=PER_PARTITION,
               reach_why=ROWS_OF_THE_PARTITION, observed_unit=OFFENDING_ROWS, dimension=None, warn_level=False),
     CheckKind(name="row_count", clauses=("metric:rowCount",), params=Params, reach=PER_PARTITION,
