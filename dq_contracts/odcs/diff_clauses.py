@@ -9,12 +9,14 @@ bound's interval, a set of values, a divisor, or an exact value.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
 from dq_contracts.odcs.plans import CheckPlan
+from dq_contracts.odcs.sqlrules import _PLACEHOLDER
 
 SAME, TIGHTER, LOOSER, CHANGED = "same", "tightened", "relaxed", "changed"
 
@@ -53,6 +55,38 @@ class Interval:
         return (_at_least_as_tight(self.lo, self.lo_strict, other.lo, other.lo_strict, lower=True)
                 and _at_least_as_tight(self.hi, self.hi_strict, other.hi, other.hi_strict, lower=False))
 
+    @property
+    def empty(self) -> bool:
+        if self.lo is None or self.hi is None:
+            return False
+        return self.lo > self.hi or (self.lo == self.hi and (self.lo_strict or self.hi_strict))
+
+
+@dataclass(frozen=True)
+class Intervals:
+    """A union of disjoint intervals: what `mustNotBe` and `mustNotBeBetween` accept (the values on
+    either side of a point or a range), met with the other conditions. Its parts never touch (a
+    complement leaves at least its point out), so one interval is inside the union only when it is
+    inside one of its parts."""
+
+    parts: tuple[Interval, ...]
+
+    def meet(self, other: "Intervals") -> "Intervals":
+        met = (a.meet(b) for a in self.parts for b in other.parts)
+        return Intervals(tuple(sorted({m for m in met if not m.empty}, key=_part_order)))
+
+    def within(self, other: "Intervals") -> bool:
+        return all(any(part.within(theirs) for theirs in other.parts) for part in self.parts)
+
+
+def _part_order(part: Interval) -> tuple:
+    return (part.lo is not None, part.lo if part.lo is not None else 0, part.lo_strict)
+
+
+def _outside(lo: Any, hi: Any) -> Intervals:
+    """The values outside lo..hi (both ends excluded from the range, so kept out of the parts too)."""
+    return Intervals((Interval(hi=lo, hi_strict=True), Interval(lo=hi, lo_strict=True)))
+
 
 def _at_least_as_tight(a, a_strict, b, b_strict, *, lower: bool) -> bool:
     if b is None:
@@ -68,14 +102,17 @@ def _tighter_end(a, a_strict, b, b_strict, *, lower: bool):
     return (a, a_strict) if _at_least_as_tight(a, a_strict, b, b_strict, lower=lower) else (b, b_strict)
 
 
-# An operator as the accepted interval of the observed value; mustNotBe(-Between) accept no interval
+# An operator as the accepted values of the observed value: one interval, or (mustNotBe,
+# mustNotBeBetween) the two on either side, so that [0, 10] → [0, 5] orders as a relaxation
 _OPERATOR_INTERVAL = {
-    "mustBe": lambda v: Interval(v, False, v, False),
-    "mustBeGreaterThan": lambda v: Interval(lo=v, lo_strict=True),
-    "mustBeGreaterOrEqualTo": lambda v: Interval(lo=v),
-    "mustBeLessThan": lambda v: Interval(hi=v, hi_strict=True),
-    "mustBeLessOrEqualTo": lambda v: Interval(hi=v),
-    "mustBeBetween": lambda v: Interval(min(v), False, max(v), False),
+    "mustBe": lambda v: Intervals((Interval(v, False, v, False),)),
+    "mustNotBe": lambda v: _outside(v, v),
+    "mustBeGreaterThan": lambda v: Intervals((Interval(lo=v, lo_strict=True),)),
+    "mustBeGreaterOrEqualTo": lambda v: Intervals((Interval(lo=v),)),
+    "mustBeLessThan": lambda v: Intervals((Interval(hi=v, hi_strict=True),)),
+    "mustBeLessOrEqualTo": lambda v: Intervals((Interval(hi=v),)),
+    "mustBeBetween": lambda v: Intervals((Interval(min(v), False, max(v), False),)),
+    "mustNotBeBetween": lambda v: _outside(min(v), max(v)),
 }
 
 
@@ -85,9 +122,12 @@ def _conditions(check: CheckPlan, conditions: tuple | None = None) -> Any:
     conditions = check.conditions if conditions is None else conditions
     if not all(c.operator in _OPERATOR_INTERVAL for c in conditions):
         return _exact(check.unit, [(c.operator, c.value) for c in conditions])
-    accepted = Interval()
-    for condition in conditions:
-        accepted = accepted.meet(_OPERATOR_INTERVAL[condition.operator](condition.value))
+    accepted = Intervals((Interval(),))
+    try:
+        for condition in conditions:
+            accepted = accepted.meet(_OPERATOR_INTERVAL[condition.operator](condition.value))
+    except TypeError:  # values that cannot be ordered (a text beside a number): compared as written
+        return _exact(check.unit, [(c.operator, c.value) for c in conditions])
     return ("interval", check.unit, accepted)
 
 
@@ -111,16 +151,53 @@ def _values(values: Iterable[Any] | None) -> frozenset[str]:
 
 
 def _bound(check: CheckPlan) -> Interval:
-    bound, strict = check.params["bound"], bool(check.params.get("strict"))
+    bound, strict = _instant(check.params["bound"]), bool(check.params.get("strict"))
     return Interval(lo=bound, lo_strict=strict) if check.params["lower"] else Interval(hi=bound, hi_strict=strict)
+
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _instant(bound: Any) -> Any:
+    """A date or timestamp bound as the instant the checks apply it at (README, "Semantics decided
+    here"): a date is its day's start in UTC, a naive timestamp is UTC, a zoned one is converted to
+    UTC; so `2020-01-01` and `2020-01-01T06:00:00+08:00` order, whatever their spelling. A time of
+    day is compared as a time; anything else as written."""
+    if not isinstance(bound, str):
+        return bound
+    text = bound.strip()
+    if _DATE.fullmatch(text):
+        return dt.datetime.fromisoformat(text).replace(tzinfo=dt.timezone.utc)
+    for parse in (dt.datetime.fromisoformat, dt.time.fromisoformat):
+        try:
+            value = parse(text)
+        except ValueError:
+            continue
+        if isinstance(value, dt.datetime):
+            return value.replace(tzinfo=dt.timezone.utc) if value.tzinfo is None else value.astimezone(dt.timezone.utc)
+        return value if value.tzinfo is None else text  # a zoned time of day has no instant: as written
+    return text
 
 
 def _multiple(check: CheckPlan) -> tuple:
     return ("divisor", check.params["divisor"])
 
 
+_MARK = "dq_diff_placeholder_"
+
+
 def _query(check: CheckPlan) -> tuple:
-    return _exact(re.sub(r"\s+", " ", check.params["query"].strip()))
+    """A SQL rule's query as its sqlglot tree, rendered without comments: layout and comments are no
+    change, a string literal's every character is (`'a  b'` is another query than `'a b'`). A query
+    sqlglot cannot read is compared as written."""
+    import sqlglot
+
+    text = _PLACEHOLDER.sub(lambda m: _MARK + m.group(1), check.params["query"])
+    try:
+        statements = [s for s in sqlglot.parse(text) if s is not None]
+        return _exact("sql", [s.sql(comments=False) for s in statements])
+    except Exception:  # sqlglot raises several kinds on odd input; the text as written is then the query
+        return _exact("text", check.params["query"].strip())
 
 
 # What each kind's clause says beyond its conditions, as aspects compared one by one: an Interval
@@ -154,7 +231,7 @@ def compare_aspect(old: Any, new: Any) -> str:
     if old == new:
         return SAME
     try:
-        if isinstance(old, Interval) and isinstance(new, Interval):
+        if isinstance(old, (Interval, Intervals)) and type(old) is type(new):
             return TIGHTER if new.within(old) else LOOSER if old.within(new) else CHANGED
         if old[0] == new[0] == "interval" and old[1] == new[1]:
             return compare_aspect(old[2], new[2])
