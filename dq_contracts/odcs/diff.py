@@ -298,8 +298,9 @@ def _column_changes(old: ContractPlan, new: ContractPlan, before: ObjectPlan, af
 def _classification_changes(was: ColumnPlan, now: ColumnPlan, where: str) -> list[Change]:
     changes = []
     if was.classified != now.classified:
+        said = [_short(c.classification_text) if c.classified else "none" for c in (was, now)]
         changes.append(Change("classification_added" if now.classified else "classification_removed", where,
-                              f"{_short(str(was.classification_text))} → {_short(str(now.classification_text))}"))
+                              f"{said[0]} → {said[1]}"))
     elif was.classification != now.classification:
         changes.append(Change("other", where, f"classification {_short(str(was.classification))} → "
                               f"{_short(str(now.classification))}"))
@@ -356,7 +357,8 @@ def _clause_changes(old: ContractPlan, new: ContractPlan, before: ObjectPlan, af
                    for side in (was, now)]
         if bool(refused[0]) != bool(refused[1]):
             changes.append(Change("check_will_fail" if refused[1] else "check_runs_again", where,
-                                  visible_all(str(refused[1] or refused[0])), _at(new.file, now[0].line)))
+                                  visible_all(str(refused[1]) if refused[1] else f"was: {refused[0]}"),
+                                  _at(new.file, now[0].line)))
         warn_change = warn_level_change(was[0], now[0])
         if warn_change is not None:
             changes.append(Change(f"warn_level_{warn_change}", where, f"{was[0].warn_threshold_text() or 'none'} → "
