@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -151,32 +150,27 @@ def _values(values: Iterable[Any] | None) -> frozenset[str]:
 
 
 def _bound(check: CheckPlan) -> Interval:
-    bound, strict = _instant(check.params["bound"]), bool(check.params.get("strict"))
+    bound, strict = _instant(check.params["bound"], check.params.get("logical_type")), bool(check.params.get("strict"))
     return Interval(lo=bound, lo_strict=strict) if check.params["lower"] else Interval(hi=bound, hi_strict=strict)
 
 
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-
-
-def _instant(bound: Any) -> Any:
-    """A date or timestamp bound as the instant the checks apply it at (README, "Semantics decided
-    here"): a date is its day's start in UTC, a naive timestamp is UTC, a zoned one is converted to
-    UTC; so `2020-01-01` and `2020-01-01T06:00:00+08:00` order, whatever their spelling. A time of
-    day is compared as a time; anything else as written."""
-    if not isinstance(bound, str):
+def _instant(bound: Any, logical_type: str | None) -> Any:
+    """A bound as the checks apply it (engine/check_kinds.py `_typed_bound`), so that two spellings
+    order: on a `timestamp` column an instant in UTC (a naive timestamp is UTC, an offset is applied,
+    a date is its day's start); on a `date` column the date written; on a `time` column a time of
+    day. On any other column, and whatever does not parse, the bound as written."""
+    if not isinstance(bound, str) or logical_type not in ("timestamp", "date", "time"):
         return bound
     text = bound.strip()
-    if _DATE.fullmatch(text):
-        return dt.datetime.fromisoformat(text).replace(tzinfo=dt.timezone.utc)
-    for parse in (dt.datetime.fromisoformat, dt.time.fromisoformat):
-        try:
-            value = parse(text)
-        except ValueError:
-            continue
-        if isinstance(value, dt.datetime):
-            return value.replace(tzinfo=dt.timezone.utc) if value.tzinfo is None else value.astimezone(dt.timezone.utc)
-        return value if value.tzinfo is None else text  # a zoned time of day has no instant: as written
-    return text
+    try:
+        if logical_type == "date":
+            return dt.date.fromisoformat(text[:10])
+        if logical_type == "time":
+            return dt.time.fromisoformat(text.removesuffix("Z"))
+        moment = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return bound
+    return moment.replace(tzinfo=dt.timezone.utc) if moment.tzinfo is None else moment.astimezone(dt.timezone.utc)
 
 
 def _multiple(check: CheckPlan) -> tuple:
