@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from dq_contracts.odcs.check_kinds import PER_PARTITION, reach_of
+from dq_contracts.odcs.names import ASSET_KEY_PROPERTIES
+from dq_contracts.odcs.partitions import DECLARATION
 
 from dq_contracts.odcs.diff_clauses import (CHANGED, FAMILIES, FAMILY_OF_KIND, LOOSER, SAME, TIGHTER, aspects, combine,
                                            compare_aspect, describe, slot_of, warn_level_change)
@@ -75,6 +77,8 @@ _FIXED = [
                "partition, so every verdict is the whole table's as before"),
     ChangeKind("support_changed", False, "support channels changed: alerts go to other places"),
     ChangeKind("servers_changed", False, "servers changed: the checks run elsewhere"),
+    # a clause no check enforces, changed: nothing runs for it on either side, but it is told
+    ChangeKind("not_enforced_changed", False, "what is not enforced changed (no check runs for it)"),
     ChangeKind("other", False, "other"),
 ]
 _BREAKS = {"added": True, "removed": False, TIGHTER: True, LOOSER: False, CHANGED: True}
@@ -193,6 +197,8 @@ def compare_plans(old: ContractPlan | None, new: ContractPlan | None) -> Contrac
     for label, before, after in (("name", old.name, new.name), ("status", old.status, new.status),
                                  ("domain", old.domain, new.domain), ("description", old.description, new.description),
                                  ("tags", old.tags, new.tags), ("owners", old.owners, new.owners),
+                                 ("authoritativeDefinitions", old.authoritative_definitions,
+                                  new.authoritative_definitions),
                                  ("crons", sorted(c.cron for c in old.schedules),
                                   sorted(c.cron for c in new.schedules))):
         if before != after:
@@ -202,8 +208,19 @@ def compare_plans(old: ContractPlan | None, new: ContractPlan | None) -> Contrac
         if before != after:
             found.changes.append(Change(code, new.id, _items_changed(before, after)))
     found.changes.extend(_object_changes(old, new))
+    found.changes.extend(_not_enforced_changes(old, new))
     found.version_problem = version_problem(old.version, new.version, found.changes)
     return found
+
+
+def _not_enforced_changes(old: ContractPlan, new: ContractPlan) -> list[Change]:
+    """Each clause whose being not enforced, or why, differs (`multipleOf: 1e-300` → `1e+300`, both
+    beyond what is checked exactly): by its pointer, old reason → new reason."""
+    was = {n.clause: f"[{n.code}] {n.reason}" for n in old.not_enforced}
+    now = {n.clause: f"[{n.code}] {n.reason}" for n in new.not_enforced}
+    return [Change("not_enforced_changed", pointer, visible_all(f"{was.get(pointer, 'enforced')} → "
+                                                                f"{now.get(pointer, 'enforced')}"))
+            for pointer in sorted({*was, *now}) if was.get(pointer) != now.get(pointer)]
 
 
 def _short(value: Any) -> str:
@@ -250,10 +267,14 @@ def _object_changes(old: ContractPlan, new: ContractPlan) -> list[Change]:
         if before.physical_name != after.physical_name:
             changes.append(Change("table_changed", where, f"{before.physical_name} → {after.physical_name}",
                                   _at(new.file, after.line)))
-        for label in ("description", "tags"):
-            if getattr(before, label) != getattr(after, label):
-                changes.append(Change("other", where, f"{label} {_short(getattr(before, label))} → "
-                                      f"{_short(getattr(after, label))}", _at(new.file, after.line)))
+        for label, was, now in (("description", before.description, after.description),
+                                ("tags", before.tags, after.tags),
+                                ("authoritativeDefinitions", before.authoritative_definitions,
+                                 after.authoritative_definitions),
+                                ("customProperties", _own_properties(before), _own_properties(after))):
+            if was != now:
+                changes.append(Change("other", where, f"{label} {_short(was)} → {_short(now)}",
+                                      _at(new.file, after.line)))
         changes += _partitioning_changes(new, before, after)
         changes += _column_changes(old, new, before, after)
     return changes
@@ -307,6 +328,11 @@ def _classification_changes(was: ColumnPlan, now: ColumnPlan, where: str) -> lis
     if was.description != now.description:
         changes.append(Change("other", where, "description changed"))
     return changes
+
+
+def _own_properties(obj: ObjectPlan) -> dict[str, Any]:
+    """An object's customProperties but those that make its asset key and partitions (told apart)."""
+    return {k: v for k, v in obj.custom_properties.items() if k not in (DECLARATION, *ASSET_KEY_PROPERTIES)}
 
 
 def _partitioning_changes(new: ContractPlan, before: ObjectPlan, after: ObjectPlan) -> list[Change]:
