@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from dq_contracts.odcs.plans import CheckPlan
+from dq_contracts.odcs.servers import SERVER_TYPES
 from dq_contracts.odcs.sqlrules import _PLACEHOLDER
 
 SAME, TIGHTER, LOOSER, CHANGED = "same", "tightened", "relaxed", "changed"
@@ -180,18 +181,24 @@ def _multiple(check: CheckPlan) -> tuple:
 _MARK = "dq_diff_placeholder_"
 
 
+# generic SQL first, then each server type's dialect: the first that reads the query renders it
+_READERS = tuple(dict.fromkeys((None, *(row.sqlglot for row in SERVER_TYPES if row.sqlglot))))
+
+
 def _query(check: CheckPlan) -> tuple:
-    """A SQL rule's query as its sqlglot tree, rendered without comments: layout and comments are no
-    change, a string literal's every character is (`'a  b'` is another query than `'a b'`). A query
-    sqlglot cannot read is compared as written."""
+    """A SQL rule's query as its sqlglot tree, rendered without comments: layout, keyword case and
+    comments are no change, a string literal's every character is (`'a  b'` is another query than
+    `'a b'`). A query no dialect reads is compared as written."""
     import sqlglot
 
     text = _PLACEHOLDER.sub(lambda m: _MARK + m.group(1), check.params["query"])
-    try:
-        statements = [s for s in sqlglot.parse(text) if s is not None]
-        return _exact("sql", [s.sql(comments=False) for s in statements])
-    except Exception:  # sqlglot raises several kinds on odd input; the text as written is then the query
-        return _exact("text", check.params["query"].strip())
+    for dialect in _READERS:
+        try:
+            statements = [s for s in sqlglot.parse(text, read=dialect) if s is not None]
+            return _exact("sql", dialect, [s.sql(dialect=dialect, comments=False) for s in statements])
+        except Exception:  # sqlglot raises several kinds on odd input: the next dialect is tried
+            continue
+    return _exact("text", check.params["query"].strip())
 
 
 # What each kind's clause says beyond its conditions, as aspects compared one by one: an Interval
