@@ -20,11 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from dq_contracts.odcs.check_kinds import PER_PARTITION, reach_of
-from dq_contracts.odcs.names import ASSET_KEY_PROPERTIES
-from dq_contracts.odcs.partitions import DECLARATION
-
 from dq_contracts.odcs.diff_clauses import (CHANGED, FAMILIES, FAMILY_OF_KIND, LOOSER, SAME, TIGHTER, aspects, combine,
                                            compare_aspect, describe, slot_of, warn_level_change)
+from dq_contracts.odcs.names import ASSET_KEY_PROPERTIES
+from dq_contracts.odcs.partitions import DECLARATION
 from dq_contracts.odcs.plans import CheckPlan, ColumnPlan, ContractPlan, ObjectPlan, Severity
 from dq_contracts.odcs.type_names import type_order
 from dq_contracts.odcs.visible import visible_all
