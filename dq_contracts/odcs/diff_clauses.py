@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from decimal import Decimal
+from fractions import Fraction
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -175,7 +177,13 @@ def _instant(bound: Any, logical_type: str | None) -> Any:
 
 
 def _multiple(check: CheckPlan) -> tuple:
-    return ("divisor", check.params["divisor"])
+    """The divisor as the decimal it is written as (the check is exact to 10 decimal places): 0.3 is
+    three times 0.1, and 1.0000000001 is no multiple of 1."""
+    divisor = check.params["divisor"]
+    try:
+        return ("divisor", Fraction(Decimal(str(divisor))))
+    except (ArithmeticError, ValueError, TypeError):
+        return _exact("divisor", divisor)
 
 
 _MARK = RESERVED + "diff_"  # a query holding RESERVED is refused: no check that runs spells a placeholder so
@@ -242,14 +250,10 @@ def compare_aspect(old: Any, new: Any) -> str:
             return TIGHTER if new[1] > old[1] else LOOSER if new[1] < old[1] else CHANGED
         if old[0] == new[0] == "divisor" and old[1] and new[1]:
             ratio = new[1] / old[1]  # every multiple of 10 is a multiple of 5
-            return TIGHTER if _whole(ratio) else LOOSER if _whole(1 / ratio) else CHANGED
+            return TIGHTER if ratio.denominator == 1 else LOOSER if ratio.numerator == 1 else CHANGED
     except TypeError:  # ends that cannot be ordered (a date against a number)
         return CHANGED
     return CHANGED
-
-
-def _whole(x: float) -> bool:
-    return abs(x - round(x)) < 1e-9
 
 
 def combine(directions: Iterable[str]) -> str:
