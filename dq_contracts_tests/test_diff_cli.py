@@ -125,9 +125,11 @@ def test_folders_pair_contracts_by_id(tmp_path):
     assert ("urn:dq-contracts:demo:payments", "contract_added", False) in codes
     fates = {(c["id"], f["history"]) for c in report["contracts"] for f in c["checks"]}
     assert ("urn:dq-contracts:demo:customers", "gone") in fates and ("urn:dq-contracts:demo:payments", "new") in fates
-    # orders' relationship to customers no longer compiles without customers beside it: said as removed
+    # orders' relationship to customers no longer compiles without customers beside it: said as removed,
+    # and why (its clause is now not enforced: the target is elsewhere)
     orders = next(c for c in report["contracts"] if c["id"] == "urn:dq-contracts:demo:orders")
-    assert [ch["code"] for ch in orders["changes"]] == ["relationship_removed"]
+    assert [ch["code"] for ch in orders["changes"]] == ["relationship_removed", "not_enforced_changed"]
+    assert "enforced → [target_elsewhere]" in orders["changes"][1]["detail"]
 
 
 def test_the_readme_example_runs_from_the_repository_root():

@@ -13,15 +13,20 @@ the words of the report are diff_report.py.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from dq_contracts.odcs.check_kinds import PER_PARTITION, reach_of
 from dq_contracts.odcs.diff_clauses import (CHANGED, FAMILIES, FAMILY_OF_KIND, LOOSER, SAME, TIGHTER, aspects, combine,
                                            compare_aspect, describe, slot_of, warn_level_change)
+from dq_contracts.odcs.names import ASSET_KEY_PROPERTIES
+from dq_contracts.odcs.partitions import DECLARATION
 from dq_contracts.odcs.plans import CheckPlan, ColumnPlan, ContractPlan, ObjectPlan, Severity
 from dq_contracts.odcs.type_names import type_order
+from dq_contracts.odcs.visible import visible_all
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,24 @@ _FIXED = [
     ChangeKind("warn_level_tightened", False, "warn level tightened: it warns earlier"),
     ChangeKind("warn_level_relaxed", False, "warn level relaxed: it warns later"),
     ChangeKind("warn_level_changed", False, "warn level changed"),
+    # a clause whose check NEW refuses (a SQL rule reading a column now classified) fails every run
+    ChangeKind("check_will_fail", True, "the check is now refused and fails every run"),
+    ChangeKind("check_runs_again", False, "the check is no longer refused: it runs again"),
+    # the boundary: a column classified keeps its values in the database (samples, error texts);
+    # unclassified, they may leave it. No data breaks, but the producer's data is disclosed: a gate
+    ChangeKind("classification_added", False, "classified: its values no longer leave the database"),
+    ChangeKind("classification_removed", True, "classification removed: its values may now appear in samples "
+               "and error messages"),
+    # a partitioned table's per-partition rules judge each partition's rows (a row count's bounds
+    # apply to every day): what they judge changes with the partitioning
+    ChangeKind("partitioning_changed", True, "partitioning changed: the rules judged per partition now judge "
+               "other rows"),
+    ChangeKind("partitioning_changed_table_wide", False, "partitioning changed; no rule is judged per "
+               "partition, so every verdict is the whole table's as before"),
+    ChangeKind("support_changed", False, "support channels changed: alerts go to other places"),
+    ChangeKind("servers_changed", False, "servers changed: the checks run elsewhere"),
+    # a clause no check enforces, changed: nothing runs for it on either side, but it is told
+    ChangeKind("not_enforced_changed", False, "what is not enforced changed (no check runs for it)"),
     ChangeKind("other", False, "other"),
 ]
 _BREAKS = {"added": True, "removed": False, TIGHTER: True, LOOSER: False, CHANGED: True}
@@ -173,19 +196,44 @@ def compare_plans(old: ContractPlan | None, new: ContractPlan | None) -> Contrac
     for label, before, after in (("name", old.name, new.name), ("status", old.status, new.status),
                                  ("domain", old.domain, new.domain), ("description", old.description, new.description),
                                  ("tags", old.tags, new.tags), ("owners", old.owners, new.owners),
-                                 ("servers", old.servers, new.servers),
+                                 ("authoritativeDefinitions", old.authoritative_definitions,
+                                  new.authoritative_definitions),
                                  ("crons", sorted(c.cron for c in old.schedules),
                                   sorted(c.cron for c in new.schedules))):
         if before != after:
             found.changes.append(Change("other", new.id, f"{label} {_short(before)} → {_short(after)}"))
+    for code, before, after in (("servers_changed", old.servers, new.servers),
+                                ("support_changed", old.support, new.support)):
+        if before != after:
+            found.changes.append(Change(code, new.id, _items_changed(before, after)))
     found.changes.extend(_object_changes(old, new))
+    found.changes.extend(_not_enforced_changes(old, new))
     found.version_problem = version_problem(old.version, new.version, found.changes)
     return found
 
 
+def _not_enforced_changes(old: ContractPlan, new: ContractPlan) -> list[Change]:
+    """Each clause whose being not enforced, or why, differs (`multipleOf: 1e-300` → `1e+300`, both
+    beyond what is checked exactly): by its pointer, old reason → new reason."""
+    was = {n.clause: f"[{n.code}] {n.reason}" for n in old.not_enforced}
+    now = {n.clause: f"[{n.code}] {n.reason}" for n in new.not_enforced}
+    return [Change("not_enforced_changed", pointer, visible_all(f"{was.get(pointer, 'enforced')} → "
+                                                                f"{now.get(pointer, 'enforced')}"))
+            for pointer in sorted({*was, *now}) if was.get(pointer) != now.get(pointer)]
+
+
 def _short(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return visible_all(text if len(text) <= 60 else text[:57] + "...")
+
+
+def _items_changed(before: Iterable[dict], after: Iterable[dict]) -> str:
+    """Which entries (servers, support channels) came and went, each whole: a new webhook is shown
+    in full, for a person to see where alerts now go."""
+    said = lambda items: [json.dumps(i, sort_keys=True, default=str) for i in items]  # noqa: E731
+    was, now = said(before), said(after)
+    parts = [f"+ {i}" for i in now if i not in was] + [f"- {i}" for i in was if i not in now]
+    return visible_all("; ".join(parts) or "reordered")
 
 
 def _pair_objects(old: ContractPlan, new: ContractPlan) -> tuple[list[tuple[ObjectPlan, ObjectPlan]], list, list]:
@@ -218,10 +266,15 @@ def _object_changes(old: ContractPlan, new: ContractPlan) -> list[Change]:
         if before.physical_name != after.physical_name:
             changes.append(Change("table_changed", where, f"{before.physical_name} → {after.physical_name}",
                                   _at(new.file, after.line)))
-        for label in ("description", "tags"):
-            if getattr(before, label) != getattr(after, label):
-                changes.append(Change("other", where, f"{label} {_short(getattr(before, label))} → "
-                                      f"{_short(getattr(after, label))}", _at(new.file, after.line)))
+        for label, was, now in (("description", before.description, after.description),
+                                ("tags", before.tags, after.tags),
+                                ("authoritativeDefinitions", before.authoritative_definitions,
+                                 after.authoritative_definitions),
+                                ("customProperties", _own_properties(before), _own_properties(after))):
+            if was != now:
+                changes.append(Change("other", where, f"{label} {_short(was)} → {_short(now)}",
+                                      _at(new.file, after.line)))
+        changes += _partitioning_changes(new, before, after)
         changes += _column_changes(old, new, before, after)
     return changes
 
@@ -256,11 +309,46 @@ def _column_changes(old: ContractPlan, new: ContractPlan, before: ObjectPlan, af
         if field_.physical_name != now.physical_name:
             changes.append(Change("physical_name_changed", f"{after.name}.{name}",
                                   f"{field_.physical_name} → {now.physical_name}"))
-        if field_.column and now.column and (field_.column.classification, field_.column.description) != (
-                now.column.classification, now.column.description):
-            changes.append(Change("other", f"{after.name}.{name}", "classification or description changed"))
+        if field_.column and now.column:
+            changes += _classification_changes(field_.column, now.column, f"{after.name}.{name}")
     changes += _clause_changes(old, new, before, after, removed | added)
     return changes
+
+
+def _classification_changes(was: ColumnPlan, now: ColumnPlan, where: str) -> list[Change]:
+    changes = []
+    if was.classified != now.classified:
+        said = [_short(c.classification_text) if c.classified else "none" for c in (was, now)]
+        changes.append(Change("classification_added" if now.classified else "classification_removed", where,
+                              f"{said[0]} → {said[1]}"))
+    elif was.classification != now.classification:
+        changes.append(Change("other", where, f"classification {_short(str(was.classification))} → "
+                              f"{_short(str(now.classification))}"))
+    if was.description != now.description:
+        changes.append(Change("other", where, "description changed"))
+    return changes
+
+
+def _own_properties(obj: ObjectPlan) -> dict[str, Any]:
+    """An object's customProperties but those that make its asset key and partitions (told apart)."""
+    return {k: v for k, v in obj.custom_properties.items() if k not in (DECLARATION, *ASSET_KEY_PROPERTIES)}
+
+
+def _partitioning_changes(new: ContractPlan, before: ObjectPlan, after: ObjectPlan) -> list[Change]:
+    """A partitioning added, removed or recut (another key, type, start): breaking when a rule of
+    either side is judged per partition, as its rows then are others (a row count > 1000 per day
+    instead of in the whole table, a unique within a region only)."""
+    shapes = [None if o.partitioning is None else dataclasses.replace(o.partitioning, clause="")
+              for o in (before, after)]
+    if shapes[0] == shapes[1]:
+        return []
+    per_partition = sorted({c.name for o in (before, after) for c in o.checks
+                            if reach_of(c.kind, c.params.get("query"))[0] == PER_PARTITION})
+    said = [("none" if p is None else f"{p.keys_text()} on {p.column}") for p in shapes]
+    detail = f"{said[0]} → {said[1]}" + (f"; judged per partition: {', '.join(per_partition)}"
+                                         if per_partition else "")
+    return [Change("partitioning_changed" if per_partition else "partitioning_changed_table_wide", after.name,
+                   visible_all(detail), _at(new.file, after.line))]
 
 
 def _slots(obj: ObjectPlan, skip: set[str]) -> dict[tuple, list[CheckPlan]]:
@@ -289,6 +377,12 @@ def _clause_changes(old: ContractPlan, new: ContractPlan, before: ObjectPlan, af
         direction = combine(compare_aspect(olds.get(k), news.get(k)) for k in {*olds, *news})
         if direction != SAME:
             changes.append(Change(f"{family}_{direction}", where, f"{describe(was)} → {describe(now)}",
+                                  _at(new.file, now[0].line)))
+        refused = [next((c.params.get("refusal") for c in side if c.params.get("refusal")), None)
+                   for side in (was, now)]
+        if bool(refused[0]) != bool(refused[1]):
+            changes.append(Change("check_will_fail" if refused[1] else "check_runs_again", where,
+                                  visible_all(str(refused[1]) if refused[1] else f"was: {refused[0]}"),
                                   _at(new.file, now[0].line)))
         warn_change = warn_level_change(was[0], now[0])
         if warn_change is not None:

@@ -9,12 +9,16 @@ bound's interval, a set of values, a divisor, or an exact value.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
-import re
+from decimal import Decimal
+from fractions import Fraction
 from dataclasses import dataclass
 from typing import Any, Iterable
 
 from dq_contracts.odcs.plans import CheckPlan
+from dq_contracts.odcs.servers import SERVER_TYPES
+from dq_contracts.odcs.sqlrules import PLACEHOLDER, RESERVED
 
 SAME, TIGHTER, LOOSER, CHANGED = "same", "tightened", "relaxed", "changed"
 
@@ -53,6 +57,38 @@ class Interval:
         return (_at_least_as_tight(self.lo, self.lo_strict, other.lo, other.lo_strict, lower=True)
                 and _at_least_as_tight(self.hi, self.hi_strict, other.hi, other.hi_strict, lower=False))
 
+    @property
+    def empty(self) -> bool:
+        if self.lo is None or self.hi is None:
+            return False
+        return self.lo > self.hi or (self.lo == self.hi and (self.lo_strict or self.hi_strict))
+
+
+@dataclass(frozen=True)
+class Intervals:
+    """A union of disjoint intervals: what `mustNotBe` and `mustNotBeBetween` accept (the values on
+    either side of a point or a range), met with the other conditions. Its parts never touch (a
+    complement leaves at least its point out), so one interval is inside the union only when it is
+    inside one of its parts."""
+
+    parts: tuple[Interval, ...]
+
+    def meet(self, other: "Intervals") -> "Intervals":
+        met = (a.meet(b) for a in self.parts for b in other.parts)
+        return Intervals(tuple(sorted({m for m in met if not m.empty}, key=_part_order)))
+
+    def within(self, other: "Intervals") -> bool:
+        return all(any(part.within(theirs) for theirs in other.parts) for part in self.parts)
+
+
+def _part_order(part: Interval) -> tuple:
+    return (part.lo is not None, part.lo if part.lo is not None else 0, part.lo_strict)
+
+
+def _outside(lo: Any, hi: Any) -> Intervals:
+    """The values outside lo..hi (both ends excluded from the range, so kept out of the parts too)."""
+    return Intervals((Interval(hi=lo, hi_strict=True), Interval(lo=hi, lo_strict=True)))
+
 
 def _at_least_as_tight(a, a_strict, b, b_strict, *, lower: bool) -> bool:
     if b is None:
@@ -68,14 +104,17 @@ def _tighter_end(a, a_strict, b, b_strict, *, lower: bool):
     return (a, a_strict) if _at_least_as_tight(a, a_strict, b, b_strict, lower=lower) else (b, b_strict)
 
 
-# An operator as the accepted interval of the observed value; mustNotBe(-Between) accept no interval
+# An operator as the accepted values of the observed value: one interval, or (mustNotBe,
+# mustNotBeBetween) the two on either side, so that [0, 10] → [0, 5] orders as a relaxation
 _OPERATOR_INTERVAL = {
-    "mustBe": lambda v: Interval(v, False, v, False),
-    "mustBeGreaterThan": lambda v: Interval(lo=v, lo_strict=True),
-    "mustBeGreaterOrEqualTo": lambda v: Interval(lo=v),
-    "mustBeLessThan": lambda v: Interval(hi=v, hi_strict=True),
-    "mustBeLessOrEqualTo": lambda v: Interval(hi=v),
-    "mustBeBetween": lambda v: Interval(min(v), False, max(v), False),
+    "mustBe": lambda v: Intervals((Interval(v, False, v, False),)),
+    "mustNotBe": lambda v: _outside(v, v),
+    "mustBeGreaterThan": lambda v: Intervals((Interval(lo=v, lo_strict=True),)),
+    "mustBeGreaterOrEqualTo": lambda v: Intervals((Interval(lo=v),)),
+    "mustBeLessThan": lambda v: Intervals((Interval(hi=v, hi_strict=True),)),
+    "mustBeLessOrEqualTo": lambda v: Intervals((Interval(hi=v),)),
+    "mustBeBetween": lambda v: Intervals((Interval(min(v), False, max(v), False),)),
+    "mustNotBeBetween": lambda v: _outside(min(v), max(v)),
 }
 
 
@@ -85,9 +124,12 @@ def _conditions(check: CheckPlan, conditions: tuple | None = None) -> Any:
     conditions = check.conditions if conditions is None else conditions
     if not all(c.operator in _OPERATOR_INTERVAL for c in conditions):
         return _exact(check.unit, [(c.operator, c.value) for c in conditions])
-    accepted = Interval()
-    for condition in conditions:
-        accepted = accepted.meet(_OPERATOR_INTERVAL[condition.operator](condition.value))
+    accepted = Intervals((Interval(),))
+    try:
+        for condition in conditions:
+            accepted = accepted.meet(_OPERATOR_INTERVAL[condition.operator](condition.value))
+    except TypeError:  # values that cannot be ordered (a text beside a number): compared as written
+        return _exact(check.unit, [(c.operator, c.value) for c in conditions])
     return ("interval", check.unit, accepted)
 
 
@@ -111,16 +153,60 @@ def _values(values: Iterable[Any] | None) -> frozenset[str]:
 
 
 def _bound(check: CheckPlan) -> Interval:
-    bound, strict = check.params["bound"], bool(check.params.get("strict"))
+    bound, strict = _instant(check.params["bound"], check.params.get("logical_type")), bool(check.params.get("strict"))
     return Interval(lo=bound, lo_strict=strict) if check.params["lower"] else Interval(hi=bound, hi_strict=strict)
 
 
+def _instant(bound: Any, logical_type: str | None) -> Any:
+    """A bound as the checks apply it (engine/check_kinds.py `_typed_bound`), so that two spellings
+    order: on a `timestamp` column an instant in UTC (a naive timestamp is UTC, an offset is applied,
+    a date is its day's start); on a `date` column the date written; on a `time` column a time of
+    day. On any other column, and whatever does not parse, the bound as written."""
+    if not isinstance(bound, str) or logical_type not in ("timestamp", "date", "time"):
+        return bound
+    text = bound.strip()
+    try:
+        if logical_type == "date":
+            return dt.date.fromisoformat(text[:10])
+        if logical_type == "time":
+            return dt.time.fromisoformat(text.removesuffix("Z"))
+        moment = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return bound
+    return moment.replace(tzinfo=dt.timezone.utc) if moment.tzinfo is None else moment.astimezone(dt.timezone.utc)
+
+
 def _multiple(check: CheckPlan) -> tuple:
-    return ("divisor", check.params["divisor"])
+    """The divisor as the decimal it is written as (the check is exact to 10 decimal places): 0.3 is
+    three times 0.1, and 1.0000000001 is no multiple of 1."""
+    divisor = check.params["divisor"]
+    try:
+        return ("divisor", Fraction(Decimal(str(divisor))))
+    except (ArithmeticError, ValueError, TypeError):
+        return _exact("divisor", divisor)
+
+
+_MARK = RESERVED + "diff_"  # a query holding RESERVED is refused: no check that runs spells a placeholder so
+
+
+# generic SQL first, then each server type's dialect: the first that reads the query renders it
+_READERS = tuple(dict.fromkeys((None, *(row.sqlglot for row in SERVER_TYPES if row.sqlglot))))
 
 
 def _query(check: CheckPlan) -> tuple:
-    return _exact(re.sub(r"\s+", " ", check.params["query"].strip()))
+    """A SQL rule's query as its sqlglot tree, rendered without comments: layout, keyword case and
+    comments are no change, a string literal's every character is (`'a  b'` is another query than
+    `'a b'`). A query no dialect reads is compared as written."""
+    import sqlglot
+
+    text = PLACEHOLDER.sub(lambda m: _MARK + m.group(1), check.params["query"])
+    for dialect in _READERS:
+        try:
+            statements = [s for s in sqlglot.parse(text, read=dialect) if s is not None]
+            return _exact("sql", dialect, [s.sql(dialect=dialect, comments=False) for s in statements])
+        except Exception:  # sqlglot raises several kinds on odd input: the next dialect is tried
+            continue
+    return _exact("text", check.params["query"].strip())
 
 
 # What each kind's clause says beyond its conditions, as aspects compared one by one: an Interval
@@ -154,7 +240,7 @@ def compare_aspect(old: Any, new: Any) -> str:
     if old == new:
         return SAME
     try:
-        if isinstance(old, Interval) and isinstance(new, Interval):
+        if isinstance(old, (Interval, Intervals)) and type(old) is type(new):
             return TIGHTER if new.within(old) else LOOSER if old.within(new) else CHANGED
         if old[0] == new[0] == "interval" and old[1] == new[1]:
             return compare_aspect(old[2], new[2])
@@ -164,14 +250,10 @@ def compare_aspect(old: Any, new: Any) -> str:
             return TIGHTER if new[1] > old[1] else LOOSER if new[1] < old[1] else CHANGED
         if old[0] == new[0] == "divisor" and old[1] and new[1]:
             ratio = new[1] / old[1]  # every multiple of 10 is a multiple of 5
-            return TIGHTER if _whole(ratio) else LOOSER if _whole(1 / ratio) else CHANGED
+            return TIGHTER if ratio.denominator == 1 else LOOSER if ratio.numerator == 1 else CHANGED
     except TypeError:  # ends that cannot be ordered (a date against a number)
         return CHANGED
     return CHANGED
-
-
-def _whole(x: float) -> bool:
-    return abs(x - round(x)) < 1e-9
 
 
 def combine(directions: Iterable[str]) -> str:

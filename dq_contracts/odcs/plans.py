@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import operator
+from decimal import Decimal, localcontext
+from fractions import Fraction
 from collections.abc import Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from dq_contracts.odcs.closed_sets import StrEnum
@@ -81,26 +83,65 @@ class Level(StrEnum):
     FAIL = "fail"
 
 
-def warn_level_error(warn: tuple[Condition, ...], fail: tuple[Condition, ...], unit: str = "") -> str | None:
-    """Why `warn` cannot be a warn level beside the fail level `fail` (None when it can): it must be
-    reached first (every value that fails `fail` breaks `warn` too) and before `fail` somewhere.
-    Decided on the numbers where either level changes, the points between them and beyond them:
-    between two of those points neither level changes."""
+def warn_level_error(warn: tuple[Condition, ...], fail: tuple[Condition, ...], unit: str = "",
+                     clean: int | None = None) -> str | None:
+    """Why `warn` cannot be a warn level beside the fail level `fail` (None when it can): its values
+    finite numbers, it must be reached first (every value that fails `fail` breaks `warn` too) and
+    before `fail` somewhere, and not by the measure of clean data (`clean`: 0 NULLs), which would warn
+    on every run; where there is no such value (a row count), a `mustBe` warn level only beside a fail
+    level bounded both ways (it warns on every value but one). Decided exactly (as fractions: 2**53 + 1 is not 2**53) on the numbers where either
+    level changes, the points between them and beyond them: between two of those points neither level
+    changes."""
     said = lambda conditions: " and ".join(c.describe() + unit for c in conditions)  # noqa: E731
-    if not fail or any(not isinstance(c.value, (int, float, tuple)) or isinstance(c.value, bool) for c in fail):
-        return "warnThreshold needs the rule's own operators to compare numbers (its fail level)"
-    bounds = sorted({float(b) for c in (*warn, *fail) for b in (c.value if isinstance(c.value, tuple) else (c.value,))})
+    if not fail or not all(_finite(c.value) for c in fail):
+        return "warnThreshold needs the rule's own operators to compare numbers, finite ones (its fail level)"
+    if not all(_finite(c.value) for c in warn):
+        return f"warnThreshold {said(warn)}: a warn level's values are finite numbers (no infinity, no NaN)"
+    bounds = sorted({Fraction(b) for c in (*warn, *fail) for b in _numbers(c.value)})
     points = [bounds[0] - 1, *bounds, *((a + b) / 2 for a, b in zip(bounds, bounds[1:])), bounds[-1] + 1]
     warns = False
     for point in sorted(points):
         fails, warned = not all(c.holds(point) for c in fail), not all(c.holds(point) for c in warn)
         if fails and not warned:
             return (f"warnThreshold {said(warn)} is not reached before the rule's fail level {said(fail)}: "
-                    f"{point:g}{unit} fails the rule and not the warn level (a warn level is reached first, e.g. "
-                    "mustBeLessThan: 1 beside the rule's mustBeLessThan: 5)")
+                    f"{_number_text(point)}{unit} fails the rule and not the warn level (a warn level is reached "
+                    "first, e.g. mustBeLessThan: 1 beside the rule's mustBeLessThan: 5)")
         warns = warns or (warned and not fails)
-    return None if warns else (f"warnThreshold {said(warn)} is never reached before the rule's fail level "
-                               f"{said(fail)}: it would never warn")
+    if not warns:
+        return f"warnThreshold {said(warn)} is never reached before the rule's fail level {said(fail)}: it would never warn"
+    if clean is not None and all(c.holds(clean) for c in fail) and not all(c.holds(clean) for c in warn):
+        return (f"warnThreshold {said(warn)} is broken by clean data ({clean}{unit}, no offending row): it warns on "
+                "every run")
+    # with a clean value, the check above leaves a mustBe only at it (warn on any NULL, fail at 5 %)
+    if clean is None and any(c.operator == "mustBe" for c in warn) and not _bounded_both_ways(fail):
+        return (f"warnThreshold {said(warn)} passes one value only, and the fail level {said(fail)} is open on one "
+                "side: it warns on nearly every run (a mustBe warn level goes beside a mustBeBetween fail level)")
+    return None
+
+
+def _numbers(value: Any) -> tuple:
+    return value if isinstance(value, tuple) else (value,)
+
+
+def _finite(value: Any) -> bool:
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in _numbers(value))
+
+
+def _bounded_both_ways(conditions: tuple[Condition, ...]) -> bool:
+    below = {"mustBeLessThan", "mustBeLessOrEqualTo", "mustBe", "mustBeBetween"}
+    above = {"mustBeGreaterThan", "mustBeGreaterOrEqualTo", "mustBe", "mustBeBetween"}
+    return any(c.operator in below for c in conditions) and any(c.operator in above for c in conditions)
+
+
+def _number_text(point: Fraction) -> str:
+    """A point exactly as it is: an integer, a float that is the point, else its decimal digits."""
+    if point.denominator == 1:
+        return str(point.numerator)
+    if Fraction(float(point)) == point:
+        return f"{float(point):g}" if Fraction(float(f"{float(point):g}")) == point else repr(float(point))
+    with localcontext() as exact:
+        exact.prec = 60
+        return format((Decimal(point.numerator) / Decimal(point.denominator)).normalize(), "f")
 
 
 def params_for(kind: str, given: Mapping[str, Any]) -> Params:

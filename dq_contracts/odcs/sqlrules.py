@@ -50,6 +50,7 @@ from dq_contracts.odcs.sql_functions import (  # noqa: F401  (the allow-list's n
     ALLOWED_FUNCTIONS, FUNCTION_FAMILIES, GENERATORS, call_refusal, collation_refusal, growth_refusal, sqlglot_name)
 
 _PLACEHOLDER = re.compile(r"\$?\{([A-Za-z_][A-Za-z0-9_]*)\}")
+PLACEHOLDER = _PLACEHOLDER  # `{object}`, `${property}`: diff_clauses reads a query's placeholders too
 TABLE_PLACEHOLDERS = {"object", "table", "model"}
 COLUMN_PLACEHOLDERS = {"property", "column", "field"}
 PARTITION_PLACEHOLDER = "partition"  # `{partition}`: the rows of the partition checked; TRUE for the whole table

@@ -24,8 +24,9 @@ def build(fragment: dict, version: str) -> dict:
            "version": fragment.get("version", version), "status": "active", "schema": schema}
     if "sla" in fragment:
         doc["slaProperties"] = fragment["sla"]
-    if "servers" in fragment:
-        doc["servers"] = fragment["servers"]
+    for key in ("servers", "support"):
+        if key in fragment:
+            doc[key] = fragment[key]
     return doc
 
 

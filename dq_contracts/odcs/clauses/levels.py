@@ -24,10 +24,12 @@ class BadLevel(Exception):
         self.parts = parts
 
 
-def warn_conditions(rule: dict[str, Any], parts: list, fail: tuple[Condition, ...]) -> tuple[Condition, ...]:
+def warn_conditions(rule: dict[str, Any], parts: list, fail: tuple[Condition, ...],
+                    clean: int | None = None) -> tuple[Condition, ...]:
     """The rule's warn level (() when it has none); BadLevel when one is written but wrong: a misspelt
-    entry, an operator that is not ODCS's, a value that is no number, or a level that is not reached
-    before the fail level (every value that fails the rule must break the warn level too)."""
+    entry, an operator that is not ODCS's, a value that is no finite number, a level that is not reached
+    before the fail level (every value that fails the rule must break the warn level too), or one that
+    the measure of clean data (`clean`, the kind's: 0 NULLs) already breaks."""
     entries = rule.get("customProperties")
     if not isinstance(entries, list):
         return ()
@@ -55,7 +57,7 @@ def warn_conditions(rule: dict[str, Any], parts: list, fail: tuple[Condition, ..
     at = [*parts, "customProperties", i, "value"]
     warn = _conditions(value, at)
     percent = _UNITS.get(str(rule.get("unit") or "rows").strip().lower()) == "percent"
-    why = warn_level_error(warn, fail, "%" if percent else "")
+    why = warn_level_error(warn, fail, "%" if percent else "", clean)
     if why:
         raise BadLevel(why, at)
     return warn

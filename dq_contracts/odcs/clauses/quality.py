@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from dq_contracts.odcs.check_kinds import CHECK_KINDS
 from dq_contracts.odcs.clauses.context import Clause, Outcome
 from dq_contracts.odcs.clauses.levels import BadLevel, warn_conditions
 from dq_contracts.odcs.clauses.properties import _bad_regex
@@ -86,7 +87,7 @@ def _metric(kind: str, suffix: str, needs_column: bool, what: str) -> Callable[[
         percent = "%" if unit == "percent" else ""
         description = f"{c.where()} {what} {_said(conditions)}{percent}"
         try:
-            warn = warn_conditions(rule, c.parts, conditions)
+            warn = warn_conditions(rule, c.parts, conditions, CHECK_KINDS[kind].clean)
         except BadLevel as bad:  # the check fails with why: a level meant to warn is never silently dropped
             return c.fails(kind, default_suffix, description, str(bad), bad.parts, rule=rule, conditions=conditions,
                            params=params, unit=unit)
