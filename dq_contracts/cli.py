@@ -263,8 +263,16 @@ def cmd_report(args: argparse.Namespace) -> int:
     import os
 
     if not os.environ.get("DAGSTER_HOME"):
+        # `dagster dev` without DAGSTER_HOME (the demo) keeps its history in such a folder of its working
+        # directory, removed when it stops: name the ones here, so a newcomer need not hunt with `ls -a`
+        here = sorted((n for n in os.listdir(".") if n.startswith(".tmp_dagster_home_") and os.path.isdir(n)),
+                      key=os.path.getmtime, reverse=True)
+        found = (f"; `dagster dev` started here without it keeps its history, until it stops, in "
+                 f"{' or '.join(here)}: DAGSTER_HOME=$PWD/{here[0]}" if here else
+                 "; `dagster dev` started without it keeps its history in a .tmp_dagster_home_* folder of the "
+                 "folder it runs in, until it stops")
         say("dq-contracts report: set DAGSTER_HOME to the Dagster instance folder to read (the one the "
-              "webserver and daemon use)", file=sys.stderr)
+            f"webserver and daemon use){found}", file=sys.stderr)
         return 1
     if not os.path.isdir(os.environ["DAGSTER_HOME"]):
         say(f"dq-contracts report: DAGSTER_HOME={os.environ['DAGSTER_HOME']} is not a folder; point it at "
