@@ -357,9 +357,13 @@ def _draw(args: argparse.Namespace) -> int:
     entry = server_entry(url, connection.schema or schema, kind, database_path, args.server or "warehouse")
     text = draft_text(tables, entry, f"urn:dq-contracts:draft:{tables[0].name}")
     if args.output:
+        # a reviewed contract drawn over is lost: say so, and how to see the change instead
+        replaced = os.path.exists(args.output)
         with open(args.output, "w", encoding="utf-8") as out:
             out.write(text)
-        say(f"dq-contracts init: wrote {args.output} ({len(tables)} table(s))")
+        said = ("; it replaced the file there (to see what changed, draw to another file and run "
+                "dq-contracts diff OLD NEW)" if replaced else "")
+        say(f"dq-contracts init: wrote {args.output} ({len(tables)} table(s)){said}")
     else:
         sys.stdout.write(text)
     return 0
