@@ -21,7 +21,7 @@ import dagster as dg
 from dq_contracts.dagster_defs.alerts import alert_sensor as build_alert_sensor
 from dq_contracts.dagster_defs.freshness_sensor import freshness_sensor as build_freshness_sensor
 from dq_contracts.dagster_defs.jobs import contract_defs
-from dq_contracts.dagster_defs.problem_defs import problem_defs
+from dq_contracts.dagster_defs.problem_defs import log_once, problem_defs
 from dq_contracts.dagster_defs.resource import WarehouseResource
 from dq_contracts.dagster_defs.specs import ContractSpecs, ObjectSpecs, build_contract_specs, cron_refusal
 from dq_contracts.dagster_defs.translator import DqContractsTranslator
@@ -30,7 +30,6 @@ from dq_contracts.odcs.names import ALL_CHECKS_JOB, AUTOMATION_SENSOR, dagster_n
 from dq_contracts.odcs.plans import ContractPlan, ObjectPlan
 from dq_contracts.odcs.problems import ContractError
 
-log = logging.getLogger("dq_contracts")
 
 RESOURCE_KEY = "dq_warehouse"
 
@@ -183,7 +182,7 @@ def _build_defs(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
     rejected_files = {r.file for r in loaded.rejected}
     for problem in loaded.problems:
         if problem.file not in rejected_files:  # a rejected contract's problems are logged with it
-            log.warning(problem.render())
+            log_once(problem.render(), logging.WARNING)
 
     own = _keys_of(settings.theirs)
     built = build_contract_specs(loaded.usable_plans, settings.translator, server=server,

@@ -27,6 +27,17 @@ from dq_contracts.odcs.visible import described, visible
 from dq_contracts.dagster_defs.translator import ContractObjectData, DqContractsTranslator
 
 log = logging.getLogger("dq_contracts")
+# `dg check defs` builds a component's definitions twice in one process: each line once, not twice
+_LOGGED: set[str] = set()
+
+
+def log_once(line: str, level: int = logging.ERROR) -> None:
+    if line in _LOGGED:
+        return
+    if len(_LOGGED) > 10_000:  # a long-lived process that reloads often: bounded
+        _LOGGED.clear()
+    _LOGGED.add(line)
+    log.log(level, line)
 
 PROBLEMS_SENSOR = PROBLEMS_CHECKS  # an op and a sensor may share a name
 INVALID_PREFIX = INVALID_ASSET_PREFIX
@@ -91,11 +102,11 @@ def problem_defs(rejected: Iterable[RejectedContract], translator: DqContractsTr
     for contract in rejected:
         errors = errors_of(contract.problems)
         for problem in errors:
-            log.error(problem.render())
+            log_once(problem.render())
         keys = asset_keys_of(contract, translator, group)
         if len(by_name.get(keys[0], ())) > 1:  # two broken files of one name in different folders
             keys = [invalid_key(contract.file, group, folder=True)]
-        log.error(visible(f"{contract.file}: not loaded ({len(errors)} error(s)); the `{CONTRACT_VALID}` check of "
+        log_once(visible(f"{contract.file}: not loaded ({len(errors)} error(s)); the `{CONTRACT_VALID}` check of "
                           f"{', '.join(k.to_user_string() for k in keys)} shows why"))
         for key in keys:
             problems_by_key.setdefault(key, []).extend(errors)
