@@ -77,6 +77,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _plan_text(plan: ContractPlan, prefix: str) -> str:
+    from dq_contracts.engine.sentences import AGE, duration, in_durations  # pure: no SQL
+    from dq_contracts.odcs.check_kinds import CHECK_KINDS
+
     lines = [f"{plan.file}: {plan.id} {plan.version} ({plan.api_version})"]
     for server in servers_handling(plan.servers):  # the one the checks use first
         lines.append(f"  {'checked against server' if server['used'] else 'server'} {server['server']}: "
@@ -91,6 +94,8 @@ def _plan_text(plan: ContractPlan, prefix: str) -> str:
                          f"{obj.partitioning.clause}")
         for check in obj.checks:
             threshold = check.threshold_text()
+            if CHECK_KINDS[check.kind].observed_unit == AGE:  # seconds, as people read them too
+                threshold = f"{threshold} ({in_durations(threshold)})"
             if check.warn_conditions:  # both levels: the fail level, then the warn level
                 threshold = f"fail unless {threshold}, warn unless {check.warn_threshold_text()}"
             will_fail = f"  WILL FAIL: {check.params['refusal']}" if check.params.get("refusal") else ""
@@ -99,7 +104,8 @@ def _plan_text(plan: ContractPlan, prefix: str) -> str:
             lines.append(f"    {check.name:<{width}}  {check.severity:<5}  {check.kind:<16} {threshold}"
                          f"  {', '.join(check.clauses)}{will_fail}{reached}")
     for fresh in plan.freshness:
-        lines.append(f"  freshness {fresh.object}.{fresh.element}: fail after {fresh.fail_window_seconds:g}s  "
+        lines.append(f"  freshness {fresh.object}.{fresh.element}: fail after {duration(fresh.fail_window_seconds)} "
+                     f"({fresh.fail_window_seconds:g} s)  "
                      f"{fresh.clause}")
     for schedule in plan.schedules:
         # by default a cron is the checks' automation condition; with contract_jobs, this schedule
