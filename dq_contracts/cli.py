@@ -350,6 +350,10 @@ def _draw(args: argparse.Namespace) -> int:
         url = connection.url
     else:
         url = sa.make_url(args.url)
+        if url.get_backend_name() == "duckdb" and url.database in (None, "", ":memory:"):
+            # read-only, DuckDB refuses an in-memory database with an error that reads as our own bug
+            raise ValueError(f"{args.url}: init reads a DuckDB file, duckdb:///path/to/file.duckdb; "
+                             "an in-memory database holds no table")
     row = server_type_of_dialect(url.get_backend_name())
     kind = args.server_type or (row.names[0] if row is not None else url.get_backend_name())
     schema = args.schema or (row.default_schema if row is not None else None)

@@ -112,6 +112,8 @@ REFUSED = [  # arguments, what stderr says (exit 1, no traceback)
     (["--url", "duckdb:///w.duckdb", "--table", "nowhere"], "table nowhere does not exist"),
     (["--url", "duckdb:///missing.duckdb", "--table", "orders"], "does not exist; not opening it"),
     (["--url", "not a url", "--table", "orders"], "Could not parse"),
+    (["--url", "duckdb:///:memory:", "--table", "orders"], "init reads a DuckDB file, duckdb:///path/to/file.duckdb"),
+    (["--url", "duckdb://", "--table", "orders"], "an in-memory database holds no table"),
     (["--server", "nobody", "--server-type", "postgres", "--table", "orders"], "no endpoint declared"),
 ]
 
