@@ -77,6 +77,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _plan_text(plan: ContractPlan, prefix: str) -> str:
+    from dq_contracts.engine.sentences import AGE, duration, in_durations  # pure: no SQL
+    from dq_contracts.odcs.check_kinds import CHECK_KINDS
+
     lines = [f"{plan.file}: {plan.id} {plan.version} ({plan.api_version})"]
     for server in servers_handling(plan.servers):  # the one the checks use first
         lines.append(f"  {'checked against server' if server['used'] else 'server'} {server['server']}: "
@@ -91,6 +94,8 @@ def _plan_text(plan: ContractPlan, prefix: str) -> str:
                          f"{obj.partitioning.clause}")
         for check in obj.checks:
             threshold = check.threshold_text()
+            if CHECK_KINDS[check.kind].observed_unit == AGE:  # seconds, as people read them too
+                threshold = f"{threshold} ({in_durations(threshold)})"
             if check.warn_conditions:  # both levels: the fail level, then the warn level
                 threshold = f"fail unless {threshold}, warn unless {check.warn_threshold_text()}"
             will_fail = f"  WILL FAIL: {check.params['refusal']}" if check.params.get("refusal") else ""
@@ -99,7 +104,8 @@ def _plan_text(plan: ContractPlan, prefix: str) -> str:
             lines.append(f"    {check.name:<{width}}  {check.severity:<5}  {check.kind:<16} {threshold}"
                          f"  {', '.join(check.clauses)}{will_fail}{reached}")
     for fresh in plan.freshness:
-        lines.append(f"  freshness {fresh.object}.{fresh.element}: fail after {fresh.fail_window_seconds:g}s  "
+        lines.append(f"  freshness {fresh.object}.{fresh.element}: fail after {duration(fresh.fail_window_seconds)} "
+                     f"({fresh.fail_window_seconds:g} s)  "
                      f"{fresh.clause}")
     for schedule in plan.schedules:
         # by default a cron is the checks' automation condition; with contract_jobs, this schedule
@@ -263,8 +269,16 @@ def cmd_report(args: argparse.Namespace) -> int:
     import os
 
     if not os.environ.get("DAGSTER_HOME"):
+        # `dagster dev` without DAGSTER_HOME (the demo) keeps its history in such a folder of its working
+        # directory, removed when it stops: name the ones here, so a newcomer need not hunt with `ls -a`
+        here = sorted((n for n in os.listdir(".") if n.startswith(".tmp_dagster_home_") and os.path.isdir(n)),
+                      key=os.path.getmtime, reverse=True)
+        found = (f"; `dagster dev` started here without it keeps its history, until it stops, in "
+                 f"{' or '.join(here)}: DAGSTER_HOME=$PWD/{here[0]}" if here else
+                 "; `dagster dev` started without it keeps its history in a .tmp_dagster_home_* folder of the "
+                 "folder it runs in, until it stops")
         say("dq-contracts report: set DAGSTER_HOME to the Dagster instance folder to read (the one the "
-              "webserver and daemon use)", file=sys.stderr)
+            f"webserver and daemon use){found}", file=sys.stderr)
         return 1
     if not os.path.isdir(os.environ["DAGSTER_HOME"]):
         say(f"dq-contracts report: DAGSTER_HOME={os.environ['DAGSTER_HOME']} is not a folder; point it at "
@@ -347,6 +361,10 @@ def _draw(args: argparse.Namespace) -> int:
         url = connection.url
     else:
         url = sa.make_url(args.url)
+        if url.get_backend_name() == "duckdb" and url.database in (None, "", ":memory:"):
+            # read-only, DuckDB refuses an in-memory database with an error that reads as our own bug
+            raise ValueError(f"{args.url}: init reads a DuckDB file, duckdb:///path/to/file.duckdb; "
+                             "an in-memory database holds no table")
     row = server_type_of_dialect(url.get_backend_name())
     kind = args.server_type or (row.names[0] if row is not None else url.get_backend_name())
     schema = args.schema or (row.default_schema if row is not None else None)
@@ -368,9 +386,13 @@ def _drawn(args: argparse.Namespace, connection, entry: list[str], object_type: 
     tables = measure(connection, args.table, args.timeout)
     text = draft_text(tables, entry, f"urn:dq-contracts:draft:{tables[0].name}", object_type)
     if args.output:
+        # a reviewed contract drawn over is lost: say so, and how to see the change instead
+        replaced = os.path.exists(args.output)
         with open(args.output, "w", encoding="utf-8") as out:
             out.write(text)
-        say(f"dq-contracts init: wrote {args.output} ({len(tables)} table(s))")
+        said = ("; it replaced the file there (to see what changed, draw to another file and run "
+                "dq-contracts diff OLD NEW)" if replaced else "")
+        say(f"dq-contracts init: wrote {args.output} ({len(tables)} table(s)){said}")
     else:
         sys.stdout.write(text)
     return 0

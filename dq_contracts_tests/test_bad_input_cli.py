@@ -299,6 +299,27 @@ def test_report_on_a_production_home_without_its_variables_says_which(tmp_path):
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
+# `report` with no DAGSTER_HOME: what the folder holds → what the one line on stderr names
+NO_HOME = [
+    ([], ".tmp_dagster_home_* folder of the folder it runs in"),
+    ([".tmp_dagster_home_ab12cd34"], "DAGSTER_HOME=$PWD/.tmp_dagster_home_ab12cd34"),
+]
+
+
+@pytest.mark.parametrize("folders,said", NO_HOME)
+def test_report_without_dagster_home_names_where_dagster_dev_keeps_history(tmp_path, folders, said):
+    """The demo's `dagster dev` keeps its history in a hidden temporary folder of the clone: `report`
+    run there without DAGSTER_HOME names it (exit 1, one line, no traceback)."""
+    for name in folders:
+        (tmp_path / name).mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DAGSTER_")}
+    env.update(PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])))
+    proc = subprocess.run([sys.executable, "-m", "dq_contracts.cli", "report", str(REPO / "contracts")], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, env=env, check=False)
+    assert proc.returncode == 1 and said in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr, proc.stderr
+
+
 # (a typo, where it is) → exactly one error, at the typo, naming what was meant: the schema validator's
 # cascade (a valid `metric` called "unexpected" beside a misspelt operator) is reduced to its cause
 TYPOS = {

@@ -156,3 +156,22 @@ slaProperties: [{property: latency, value: 1, unit: d}]
     assert len(rewrites) == 2 and "  read as v3.1:" in text
     for rewrite in rewrites:
         assert f"    {rewrite['clause']}  {rewrite['message']}" in text, text
+
+
+def test_plan_text_says_an_age_as_people_read_it(tmp_path):
+    """A latency's threshold and freshness window in the text plan: the seconds, and the same in days."""
+    (tmp_path / "c.odcs.yaml").write_text("""apiVersion: v3.1.0
+kind: DataContract
+id: urn:test:age
+version: 1.0.0
+status: active
+schema:
+  - name: orders
+    properties:
+      - {name: at, logicalType: timestamp}
+slaProperties: [{property: latency, value: 2, unit: d, element: orders.at}]
+""")
+    text = subprocess.run([sys.executable, "-m", "dq_contracts.cli", "plan", "c.odcs.yaml"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120).stdout
+    assert re.search(r"at__freshness +ERROR +freshness +≤ 172800\.0 \(≤ 2 d\)", text), text
+    assert "  freshness orders.at: fail after 2 d (172800 s)  /slaProperties/0" in text, text

@@ -94,6 +94,9 @@ def test_an_unreadable_side_is_an_error_at_its_line_and_nothing_is_compared(tmp_
                            (".venv/bin/dq-contracts diff contracts/orders.odcs.yaml missing.odcs.yaml",
                             "missing.odcs.yaml: no such file or folder"),
                            (".venv/bin/dq-contracts diff - - < broken.odcs.yaml", "<stdin>: only one side"),
+                           # the shell's process substitution is a pipe: said as one, not as missing
+                           (".venv/bin/dq-contracts diff <(git show HEAD:contracts/orders.odcs.yaml) "
+                            "contracts/orders.odcs.yaml", "not a regular file (a pipe such as the shell's <(…)"),
                            (r"printf 'id: x\377' | .venv/bin/dq-contracts diff - contracts/orders.odcs.yaml",
                             "<stdin>: not UTF-8 text")):
         done = run(command, shop)

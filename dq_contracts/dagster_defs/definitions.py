@@ -31,7 +31,6 @@ from dq_contracts.odcs.names import ALL_CHECKS_JOB, AUTOMATION_SENSOR, dagster_n
 from dq_contracts.odcs.plans import ContractPlan, ObjectPlan
 from dq_contracts.odcs.problems import ContractError, Problem, errors_of
 
-log = logging.getLogger("dq_contracts")
 
 RESOURCE_KEY = "dq_warehouse"
 

@@ -27,7 +27,6 @@ from dq_contracts.odcs.visible import described, visible
 from dq_contracts.dagster_defs.translator import ContractObjectData, DqContractsTranslator
 
 log = logging.getLogger("dq_contracts")
-
 PROBLEMS_SENSOR = PROBLEMS_CHECKS  # an op and a sensor may share a name
 INVALID_PREFIX = INVALID_ASSET_PREFIX
 

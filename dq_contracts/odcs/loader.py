@@ -227,6 +227,9 @@ def find_contract_files(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[P
                         found[candidate] = None
         elif path.is_file():
             found[path] = None
+        elif path.exists():  # never read (it may block); the shell's <(git show …) is one
+            problems.append(Problem(str(raw), "not a regular file (a pipe such as the shell's <(…), a device, a "
+                                    "socket): not read; write it to a file, or give it to diff as - on stdin"))
         else:
             problems.append(Problem(str(raw), "no such file or folder"))
     return list(found), problems

@@ -111,6 +111,18 @@ def run_every_check(defs: dg.Definitions) -> dict[tuple[str, str], dg.AssetCheck
     return {(e.asset_key.to_user_string(), e.check_name): e for e in result.get_asset_check_evaluations()}
 
 
+def test_a_folder_built_twice_in_one_process_logs_each_problem_once(tmp_path, caplog):
+    """`dg check defs` builds a component's definitions twice in one process: each problem, and each
+    "not loaded" line, is logged once, not once per build."""
+    folder = estate(tmp_path / "contracts")
+    with caplog.at_level(logging.WARNING, logger="dq_contracts"):
+        build_contract_defs(folder)
+        build_contract_defs(folder)
+    lines = [r.getMessage() for r in caplog.records]
+    assert any("broken.odcs.yaml:16" in line for line in lines), lines
+    assert len(lines) == len(set(lines)), lines
+
+
 def test_the_valid_contracts_load_and_the_broken_one_shows_its_problems(tmp_path, caplog):
     folder = estate(tmp_path / "contracts")
     with caplog.at_level(logging.ERROR, logger="dq_contracts"):

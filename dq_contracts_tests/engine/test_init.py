@@ -134,10 +134,25 @@ def test_init_from_the_operators_endpoint(tmp_path):
     assert neither.returncode == 1 and "--url URL or --server NAME" in neither.stderr
 
 
+def test_init_over_an_existing_file_says_it_replaced_it(tmp_path):
+    """`--output` naming a file that is there (a contract someone reviewed) replaces it: the one line
+    init prints says so, and names `diff` as the way to see the change."""
+    engine = sa.create_engine(f"duckdb:///{tmp_path / 'w.duckdb'}")
+    _fill(engine)
+    engine.dispose()
+    args = ["init", "--url", "duckdb:///w.duckdb", "--table", "orders", "--output", "c.odcs.yaml"]
+    first, again = _cli(tmp_path, *args), _cli(tmp_path, *args)
+    assert first.returncode == 0 and "replaced" not in first.stdout, first.stdout + first.stderr
+    assert again.returncode == 0 and "it replaced the file there" in again.stdout, again.stdout + again.stderr
+    assert "dq-contracts diff OLD NEW" in again.stdout
+
+
 REFUSED = [  # arguments, what stderr says (exit 1, no traceback)
     (["--url", "duckdb:///w.duckdb", "--table", "nowhere"], "table nowhere does not exist"),
     (["--url", "duckdb:///missing.duckdb", "--table", "orders"], "does not exist; not opening it"),
     (["--url", "not a url", "--table", "orders"], "Could not parse"),
+    (["--url", "duckdb:///:memory:", "--table", "orders"], "init reads a DuckDB file, duckdb:///path/to/file.duckdb"),
+    (["--url", "duckdb://", "--table", "orders"], "an in-memory database holds no table"),
     (["--server", "nobody", "--server-type", "postgres", "--table", "orders"], "no endpoint declared"),
     (["--path", "data/nope/*.parquet", "--table", "orders"], "no regular file inside the operator's roots matches"),
     (["--path", "data/orders", "--table", "orders"], "say --format csv, parquet or json"),
