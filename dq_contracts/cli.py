@@ -378,6 +378,8 @@ def _draw(args: argparse.Namespace) -> int:
 
 
 def _drawn(args: argparse.Namespace, connection, entry: list[str], object_type: str) -> int:
+    import os
+
     from dq_contracts.engine.draft import measure
     from dq_contracts.odcs.draft import draft_text
 
@@ -390,8 +392,8 @@ def _drawn(args: argparse.Namespace, connection, entry: list[str], object_type: 
         replaced = os.path.exists(args.output)
         with open(args.output, "w", encoding="utf-8") as out:
             out.write(text)
-        said = ("; it replaced the file there (to see what changed, draw to another file and run "
-                "dq-contracts diff OLD NEW)" if replaced else "")
+        said = ("; it replaced the file there (to see what the tables changed since a contract, run "
+                "dq-contracts init --against FILE)" if replaced else "")
         say(f"dq-contracts init: wrote {args.output} ({len(tables)} table(s)){said}")
     else:
         sys.stdout.write(text)

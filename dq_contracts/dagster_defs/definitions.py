@@ -10,7 +10,6 @@ the freshness sensor (freshness_sensor.py), the contract_valid checks (problem_d
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
