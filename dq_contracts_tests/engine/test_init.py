@@ -144,7 +144,7 @@ def test_init_over_an_existing_file_says_it_replaced_it(tmp_path):
     first, again = _cli(tmp_path, *args), _cli(tmp_path, *args)
     assert first.returncode == 0 and "replaced" not in first.stdout, first.stdout + first.stderr
     assert again.returncode == 0 and "it replaced the file there" in again.stdout, again.stdout + again.stderr
-    assert "dq-contracts diff OLD NEW" in again.stdout
+    assert "dq-contracts init --against FILE" in again.stdout
 
 
 REFUSED = [  # arguments, what stderr says (exit 1, no traceback)
