@@ -175,3 +175,34 @@ slaProperties: [{property: latency, value: 2, unit: d, element: orders.at}]
                           capture_output=True, text=True, timeout=120).stdout
     assert re.search(r"at__freshness +ERROR +freshness +≤ 172800\.0 \(≤ 2 d\)", text), text
     assert "  freshness orders.at: fail after 2 d (172800 s)  /slaProperties/0" in text, text
+
+
+def test_a_file_server_check_imports_no_pandas_either(tmp_path):
+    """A parquet file server's paths reach DuckDB as a literal list, its session's allowed folders too."""
+    import duckdb
+
+    with duckdb.connect() as db:
+        db.execute(f"COPY (SELECT range AS id, 'X' || (range % 3) AS code FROM range(10)) TO '{tmp_path / 't.parquet'}'")
+    (tmp_path / "files.odcs.yaml").write_text("""
+apiVersion: v3.1.0
+kind: DataContract
+id: urn:test:file-imports
+version: 1.0.0
+status: active
+servers: [{server: lake, type: local, format: parquet, path: '{model}.parquet'}]
+schema:
+  - name: t
+    properties:
+      - {name: id, physicalType: BIGINT, unique: true, logicalType: integer, logicalTypeOptions: {minimum: 3}}
+      - {name: code, physicalType: VARCHAR, logicalType: string, logicalTypeOptions: {pattern: '^X[01]$'}}
+""")
+    script = ("import json, sys; from dq_contracts.cli import main; code = main(['check', '--format', 'json', "
+              "'files.odcs.yaml']); print(json.dumps([code, sorted(sys.modules)]), file=sys.stderr)")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    code, modules = json.loads(proc.stderr.strip().splitlines()[-1])
+    results = {r["name"]: r for r in json.loads(proc.stdout)["results"]}
+    assert code == 1 and all(r["error"] is None for r in results.values()), proc.stdout
+    assert results["code__pattern"]["samples"] == ["X2"] and results["id__minimum"]["samples"] == [0, 1, 2]
+    assert results["schema"]["passed"] and results["id__unique"]["passed"]
+    imported = sorted(m for m in modules if any(m == n or m.startswith(n + ".") for n in NOT_IMPORTED_BY_A_DUCKDB_CHECK))
+    assert imported == []

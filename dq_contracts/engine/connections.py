@@ -33,7 +33,8 @@ from typing import Any, Mapping
 
 import sqlalchemy as sa
 
-from dq_contracts.engine.dialects import dialect_of, read_only_refusal, send_inline
+from dq_contracts.engine.dialect_duckdb import literal_values
+from dq_contracts.engine.dialects import dialect_of, read_only_refusal
 from dq_contracts.engine.sessions import CREDENTIALS_READ_ONLY
 from dq_contracts.odcs.servers import (Handling, is_file_server, local, same_type, server_type,
                                       server_type_of_dialect)
@@ -248,5 +249,5 @@ def engine_for(connection: Connection) -> sa.Engine:
     if row.prepare is not None:
         row.prepare(engine, connection)
     if row.inline_values:
-        send_inline(engine)
+        literal_values(engine)
     return engine

@@ -1,12 +1,16 @@
 """DuckDB's catalog and type names, as the `duckdb` row of engine/dialects.py reads them for the
 schema check (the rest of DuckDB's row is in dialects.py): columns from `duckdb_columns()`, types as
-DuckDB spells them, and a declared type resolved by DuckDB itself."""
+DuckDB spells them, and a declared type resolved by DuckDB itself; and its statements' values sent
+as literals (`literal_values`)."""
 
 from __future__ import annotations
 
+import functools
+import math
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.sql import sqltypes
 
 from dq_contracts.odcs.type_names import split_arguments
 
@@ -60,3 +64,31 @@ def resolve_types(connection: sa.Connection, names: list[str]) -> dict[str, str 
             except sa.exc.DBAPIError:
                 found[n] = None
     return {n: None if found[n] is None else split_arguments(found[n])[0] + args for n, (_, args) in parts.items()}
+
+
+def literal_values(engine: sa.Engine) -> None:
+    """The engine's statements carry their values as literals, so none binds a parameter: DuckDB's
+    Python client imports pandas and numpy (0.3 s) at the first statement that does. Its dialect
+    compiles every bound value as `literal_execute`, SQLAlchemy's own post-compile rendering: a
+    statement is compiled once (and cached) and its values rendered at execution by their types'
+    literal forms (quotes doubled), as values given at execution are too. Only this engine's
+    dialect instance is changed, never DuckDB's dialect for the process."""
+    engine.dialect.statement_compiler = _literal_compiler(type(engine.dialect).statement_compiler)
+
+
+@functools.cache
+def _literal_compiler(base: type) -> type:
+    class LiteralValues(base):  # type: ignore[misc, valid-type]
+        def visit_bindparam(self, bindparam: Any, literal_execute: bool = False, **kw: Any) -> str:
+            return super().visit_bindparam(bindparam, literal_execute=True, **kw)
+
+        def render_literal_value(self, value: Any, type_: Any) -> str:
+            if isinstance(value, float) and not math.isfinite(value):  # repr `nan` would be a name
+                return f"CAST('{value!r}' AS DOUBLE)"
+            if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+                type_ = sa.ARRAY(sa.String)  # a file server's paths, bound as one String: DuckDB's list
+            elif type_._isnull and value is not None:  # a text's value given at execution: typed by itself
+                type_ = sqltypes._resolve_value_to_type(value)
+            return super().render_literal_value(value, type_)
+
+    return LiteralValues

@@ -21,7 +21,6 @@ time-limited session; a contract's SQL rule runs there only on `_READ_ONLY` (rul
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import tempfile
 import threading
@@ -199,10 +198,12 @@ def _duckdb_confine(engine: sa.Engine, connection: Any) -> None:
         # A contract may come from another team: its session reads its own database (or, for a
         # file server, the server's folder) and nothing else of the host, and no statement can
         # change that (DuckDB takes these settings only after connecting).
+        # the lists as literals (SQLAlchemy's quoting), as every DuckDB statement: a bound one would
+        # import pandas (dialect_duckdb.literal_values)
         if allowed is not None:
-            dbapi_connection.execute("SET allowed_directories = $1", [allowed])
+            dbapi_connection.execute(_paths_setting("allowed_directories", allowed, engine.dialect))
         if allowed_files:
-            dbapi_connection.execute("SET allowed_paths = $1", [allowed_files])
+            dbapi_connection.execute(_paths_setting("allowed_paths", allowed_files, engine.dialect))
         dbapi_connection.execute("SET TimeZone = 'UTC'")  # timestamps compared in UTC, whatever the host's
         dbapi_connection.execute("SET enable_external_access = false")
         dbapi_connection.execute("SET lock_configuration = true")
@@ -211,6 +212,16 @@ def _duckdb_confine(engine: sa.Engine, connection: Any) -> None:
 
     if hasattr(connection.files, "attach"):  # a lake server: its tables registered before each statement
         connection.files.attach(engine)
+
+
+_SETTINGS_OF_PATHS = {"allowed_directories": sa.text("SET allowed_directories = :paths"),
+                      "allowed_paths": sa.text("SET allowed_paths = :paths")}
+
+
+def _paths_setting(name: str, paths: list[str], dialect: Any) -> str:
+    """`SET <name> = ARRAY['…', …]`, the paths quoted by SQLAlchemy's literal rendering."""
+    statement = _SETTINGS_OF_PATHS[name].bindparams(sa.bindparam("paths", list(paths), type_=sa.ARRAY(sa.String)))
+    return str(statement.compile(dialect=dialect, compile_kwargs={"literal_binds": True}))
 
 
 # What a warehouse file may not hold: anything that would change what a check's SQL means. A macro
@@ -310,38 +321,6 @@ def _called(name: str) -> Callable[..., ColumnElement]:
     return lambda *arguments: sa.sql.functions.Function(name, *arguments)
 
 
-def send_inline(engine: sa.Engine) -> None:
-    """Every statement SQLAlchemy compiled is sent with its bound values rendered as literals, by
-    SQLAlchemy's own literal rendering (quotes doubled, types' own literal forms): DuckDB's Python
-    client imports pandas and numpy (0.3 s) at the first statement that carries parameters. A
-    statement that cannot be rendered so is sent with its parameters, as before."""
-
-    @sa.event.listens_for(engine, "before_cursor_execute", retval=True)
-    def literal(conn, cursor, statement, parameters, context, executemany):
-        compiled = getattr(context, "compiled", None)
-        if executemany or not parameters or compiled is None or compiled.statement is None:
-            return statement, parameters
-        given, clause = context.compiled_parameters[0], compiled.statement
-        # a value given at execution differs from its bind's own; an IN list's is given expanded
-        late = {bind.key: given.get(name) for bind, name in compiled.bind_names.items()
-                if ((given[name] is not bind.effective_value) if name in given else not bind.expanding)}
-        if late and not isinstance(clause, sa.TextClause):
-            return statement, parameters  # values given at execution to a Core statement: sent as given
-        if any(isinstance(v, float) and not math.isfinite(v) for v in given.values()):
-            return statement, parameters  # NaN and ±Infinity have no literal SQLAlchemy renders as DuckDB reads it
-        try:
-            if late:  # a text's (reflection's) values given at execution: its binds are named by their keys;
-                # a list of names (the tables reflected) as an ARRAY literal
-                clause = clause.bindparams(*(
-                    sa.bindparam(key, value, type_=sa.ARRAY(sa.String))
-                    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
-                    else sa.bindparam(key, value) for key, value in late.items()))
-            inline = str(clause.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
-        except Exception:  # noqa: BLE001 - a type with no literal form: its parameters, as before
-            return statement, parameters
-        return inline, type(parameters)()
-
-
 def _duckdb_interrupt(connection: sa.Connection) -> Callable[[], None]:
     return connection.connection.driver_connection.interrupt
 
@@ -405,8 +384,8 @@ class Dialect:
     field_access: Callable[..., ColumnElement] | None
     unnest: Callable[[ColumnElement], ColumnElement] | None  # an array's items, one row each, in a SELECT list
     json: nested.JsonAccess | None  # members of a JSON column's values (`-> 'key'`); None: not addressed
-    # statements sent with their values as literals (`send_inline`), where binding parameters
-    # costs the client more than rendering them (DuckDB's imports pandas)
+    # statements sent with their values as literals (dialect_duckdb.literal_values), where binding
+    # parameters costs the client more than rendering them (DuckDB's imports pandas)
     inline_values: bool
 
 

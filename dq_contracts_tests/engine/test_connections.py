@@ -104,3 +104,49 @@ def test_a_relative_duckdb_file_is_read_from_the_contract_folder_and_nothing_els
     connection = connection_for({"server": "local", "type": "duckdb", "database": database}, operator,
                                 "/srv/contracts")
     assert connection.url.database == opened
+
+
+# Values a DuckDB check's statements carry: (value, its SQL type, what DuckDB reads back). Each is sent
+# as a literal, never bound (DuckDB's client imports pandas at the first bound value)
+LITERALS = [
+    ("it's", sa.String, "it's"),
+    ("back\\slash", sa.String, "back\\slash"),
+    (-7, sa.Integer, -7),
+    (2.5, sa.Float, 2.5),
+    (float("nan"), sa.Float, "nan"),
+    (float("inf"), sa.Float, "inf"),
+    (float("-inf"), sa.Float, "-inf"),
+    (None, sa.String, None),
+    (True, sa.Boolean, True),
+]
+
+
+def test_a_duckdb_statement_is_compiled_once_and_sent_with_its_values_as_literals(tmp_path, monkeypatch):
+    import math
+
+    path = tmp_path / "wh.duckdb"
+    duckdb.connect(str(path)).close()
+    engine = engine_for(connection_for({"server": "local", "type": "duckdb", "database": str(path)}, {}))
+    sent, compiled = [], []
+    sa.event.listen(engine, "before_cursor_execute", lambda conn, cur, statement, parameters, *_: sent.append(parameters))
+    init = sa.sql.compiler.SQLCompiler.__init__
+    monkeypatch.setattr(sa.sql.compiler.SQLCompiler, "__init__",
+                        lambda self, *a, **k: (compiled.append(1), init(self, *a, **k))[1])
+
+    def statement(value, type_):  # the same shape for every value: one compiled statement per type
+        return sa.select(sa.bindparam(None, value, type_=type_).label("v"),
+                         sa.literal_column("x").in_([value, "other"] if type_ is sa.String else [value]).label("listed"))\
+            .select_from(sa.text("(SELECT NULL AS x) AS t"))
+
+    with engine.connect() as connection:
+        for value, type_, expected in LITERALS:
+            for _ in range(2):
+                got = connection.execute(statement(value, type_)).one().v
+                if isinstance(value, float) and not math.isfinite(value):
+                    got = str(got).lower()
+                assert got == expected, (value, got)
+        compiled.clear()
+        connection.execute(statement("again", sa.String)).one()
+        assert compiled == []  # from SQLAlchemy's cache, its value rendered at execution: not compiled again
+    assert not any(sent), [p for p in sent if p]
+    engine.dispose()
