@@ -222,11 +222,15 @@ def cmd_check(args: argparse.Namespace) -> int:
             rows.append(("/".join(r.asset_key), r.name, r.severity, r.status, message,
                          f"e.g. {', '.join(map(str, r.samples))}" if r.samples else ""))
         widths = [max(len(str(row[i])) for row in rows) for i in range(4)]
-        for row in rows:
+        for row in rows if results else ():  # nothing ran: the problems say why, with no empty table
             say("  ".join(str(v).ljust(w) for v, w in zip(row, widths)) + "  " + "  ".join(
                 str(v) for v in row[4:] if v))
-        say(_counted(results))
-        _print_problems(loaded, sys.stdout)
+        if not results:
+            _print_problems(loaded, sys.stdout)
+        say(_counted(results) + ("" if results or not loaded.problems else
+                                 " (no contract could run: the problems above say why)"))
+        if results:
+            _print_problems(loaded, sys.stdout)
     return exit_code(results, loaded.problems)
 
 

@@ -68,6 +68,9 @@ def test_an_unknown_server_name_fails_cleanly(demo_dir):
     proc = check(demo_dir, "--server", "prod")
     assert proc.returncode == 1 and "Traceback" not in proc.stderr + proc.stdout
     assert "no server named 'prod'" in proc.stdout
+    # nothing ran: the problems, then why nothing ran, and no empty table of results above them
+    assert not proc.stdout.startswith("asset"), proc.stdout
+    assert proc.stdout.rstrip().endswith("(no contract could run: the problems above say why)"), proc.stdout
 
 
 WORKING_DIRECTORIES = [

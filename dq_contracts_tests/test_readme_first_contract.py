@@ -122,3 +122,7 @@ def test_the_install_step_names_the_dagster_pins_of_the_package():
         name, release = pin.split("==")
         said = re.search(rf"`{re.escape(name)}`\D*?(\d+\.\d+\.\d+)", section)  # the first release after it
         assert said and said.group(1) == release, (pin, said and said.group(0))
+    # create-dagster is released with dagster itself: every `create-dagster==X` the README names is dagster's
+    dagster = dict(p.split("==") for p in pins)["dagster"]
+    named = re.findall(r"create-dagster==([\d.]+)", (REPO / "README.md").read_text())
+    assert named and set(named) == {dagster}, named
