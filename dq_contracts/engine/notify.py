@@ -117,10 +117,13 @@ class Outcome:
 
 def deliver(pending: list[Delivery], policy: AlertPolicy, sleep: Callable[[float], None] = time.sleep,
             clock: Callable[[], float] = time.monotonic) -> Outcome:
-    """Try each pending delivery, fairly (`fair_order`), within the bounds above; never raises."""
+    """Try each pending delivery, fairly (`fair_order`), within the bounds above; never raises. What
+    stays pending keeps its order (oldest first: what the pending queue's bounds drop first)."""
     outcome = Outcome([], [], [])
     down: set[str] = set()  # origins that failed this tick
     deadline = clock() + TICK_BUDGET_SECONDS
+    age = {id(d): i for i, d in enumerate(pending)}
+    kept: list[tuple[int, Delivery]] = []
     for delivery in fair_order(pending):
         destination = delivery.destination
         problem = refusal(destination, policy)
@@ -128,7 +131,7 @@ def deliver(pending: list[Delivery], policy: AlertPolicy, sleep: Callable[[float
             outcome.log.append(f"dropped {delivery.kind} of {delivery.id}: {problem}")
             continue
         if destination.origin in down or deadline - clock() <= 0:
-            outcome.pending.append(delivery)
+            kept.append((age[id(delivery)], delivery))
             continue
         error, tried = _attempts(delivery, policy, sleep, clock, deadline)
         if error is None:
@@ -139,9 +142,11 @@ def deliver(pending: list[Delivery], policy: AlertPolicy, sleep: Callable[[float
         else:
             if not isinstance(error, smtplib.SMTPResponseException):  # a 4xx to one mail: the server is up
                 down.add(destination.origin)
-            outcome.pending.append(replace(delivery, tries=delivery.tries + 1))
+            kept.append((age[id(delivery)], replace(delivery, tries=delivery.tries + 1)))
+            said = f"{type(error).__name__}: {_said(error, delivery.address)}"
             outcome.log.append(f"pending {delivery.kind} of {delivery.id}: {destination.shown} failed {tried} "
-                               f"attempt{'s' * (tried != 1)} ({type(error).__name__}: {_said(error, delivery.address)}); tried again next tick")
+                               f"attempt{'s' * (tried != 1)} ({said}); tried again next tick")
+    outcome.pending = [d for _, d in sorted(kept, key=lambda kept_one: kept_one[0])]
     return outcome
 
 
