@@ -67,7 +67,9 @@ class Evaluation:
 class Delivery:
     """One notification to one destination, pending until it is delivered. As kept in the cursor
     (which the UI shows), a webhook is only its digest (`stored`): its URL is its secret; the
-    sensor finds the URL again in the contract's support block before sending (`to_send`)."""
+    sensor finds the URL again in the contract's support block before sending (`to_send`). Nor
+    does the cursor keep its subject, body and link, but what renders them again with the check
+    (`facts`): a contract's text is in the cursor once per check, not once per destination."""
 
     id: str  # the evaluation's storage id and the check: one per destination
     check: str  # Watched.key
@@ -79,13 +81,17 @@ class Delivery:
     address: str
     tries: int = 0  # ticks that tried it and failed
     contract: str = ""  # Watched.contract: its share of the pending queue, its turn in delivering
+    facts: dict[str, Any] | None = None  # the evaluation's severity, sentence, partition and failures in a row
 
     @property
     def destination(self) -> Destination:
         return Destination(self.tool, self.address, 0, "url")
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        kept = asdict(self)
+        if self.facts is not None:  # rendered again before sending
+            kept.update(subject="", text="", link="")
+        return kept
 
     def stored(self) -> Delivery:
         if self.destination.transport == "mail" or self.address.startswith(DIGEST):
@@ -122,7 +128,7 @@ class AlertState:
         try:
             raw = json.loads(cursor)
             return cls(raw.get("read"), dict(raw.get("checks") or {}),
-                       [Delivery(**d) for d in raw.get("pending") or []])
+                       [Delivery(**{"subject": "", "text": "", "link": "", **d}) for d in raw.get("pending") or []])
         except (ValueError, TypeError, AttributeError):  # a cursor set by hand, or of another release
             return cls()
 
@@ -165,9 +171,11 @@ def observe(state: AlertState, evaluations: list[Evaluation], watched: Mapping[s
         if not targets:
             log.append(f"{shorten(slot, MAX_PART)}: {tell}, but its contract names no destination the operator allows")
         for target in targets:
+            facts = {"severity": evaluation.severity, "sentence": shorten(evaluation.sentence, MAX_PART),
+                     "partition": evaluation.partition and shorten(evaluation.partition, MAX_PART), "fails": fails}
             state.pending.append(Delivery(f"{evaluation.id}:{shorten(slot, MAX_PART)}", kept_as(check.key), tell, subject,
                                           text, link, target.tool, target.address,
-                                          contract=kept_as(check.contract)).stored())
+                                          contract=kept_as(check.contract), facts=facts).stored())
             log.append(f"{shorten(slot, MAX_PART)}: {tell} queued for {target.shown}")
     state.pending, dropped = bounded(state.pending)
     if dropped:
@@ -233,8 +241,19 @@ def to_send(pending: list[Delivery], watched: Mapping[str, Watched],
                        f"{'address' if delivery.destination.transport == 'mail' else delivery.tool + ' webhook'} "
                        "among those the operator allows")
         else:
-            found.append(replace(delivery, address=match.address))
+            found.append(rendered(replace(delivery, address=match.address), check, policy))
     return found, log
+
+
+def rendered(delivery: Delivery, check: Watched, policy: AlertPolicy) -> Delivery:
+    """`delivery` with its subject, body and link rendered again from its facts (as the cursor keeps it)."""
+    if delivery.text or delivery.facts is None:
+        return delivery
+    facts = delivery.facts
+    evaluation = Evaluation(check.key, delivery.kind == "recovery", str(facts.get("severity") or "ERROR"),
+                            str(facts.get("sentence") or ""), facts.get("partition"))
+    subject, text, link = message(delivery.kind, check, evaluation, int(facts.get("fails") or 0), policy.link_base)
+    return replace(delivery, subject=subject, text=text, link=link)
 
 
 def check_link(base: str, asset_path: tuple[str, ...], name: str) -> str:

@@ -344,3 +344,16 @@ def test_a_destination_is_sent_to_only_in_a_conservative_form_inside_the_operato
     sent, refused = allowed_destinations([item], policy), support_refusals([item], policy)
     assert ("sent" if sent and not refused else "refused" if refused and not sent else "both") == becomes, refused
 
+
+
+def test_the_cursor_keeps_what_renders_a_message_again_not_its_text_per_destination():
+    check = Watched(("items",), "code__pattern", "urn:x:" + "A" * 5_000 + " 1.0.0", "b.yaml:14 x",
+                    tuple({"tool": "email", "channel": f"t{i}@example.com"} for i in range(MAX_DESTINATIONS)))
+    state = AlertState(read={})
+    observe(state, [Evaluation(check.key, False, "WARN", "1 row not matching " + "a|" * 5_000, "2026-01-01", "r:1"),
+                    Evaluation(check.key, False, "WARN", "again", "2026-01-02", "r:2")], {check.key: check}, POLICY)
+    cursor = state.to_cursor()
+    assert "AAAA" not in cursor  # the contract's id is rendered again from the check, not kept
+    again, _ = to_send(AlertState.from_cursor(cursor).pending, {check.key: check}, POLICY)
+    assert [(d.subject, d.text, d.link) for d in again] == [(d.subject, d.text, d.link) for d in state.pending]
+    assert "FAIL WARN items partition 2026-01-02 code__pattern (2 times in a row)" in again[0].text
