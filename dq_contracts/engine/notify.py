@@ -167,8 +167,8 @@ def _attempts(delivery: Delivery, policy: AlertPolicy, sleep: Callable[[float], 
               clock: Callable[[], float], deadline: float) -> tuple[Exception | None, int]:
     """The error that ends the attempts (None: delivered), and how many were made."""
     send = SENDERS[delivery.destination.transport]
-    error: Exception | None = None
-    attempt = 0
+    error: Exception = TimeoutError("the tick's time was spent")
+    made = 0
     for attempt in range(ATTEMPTS):
         if attempt:
             if deadline - clock() <= BACKOFF_SECONDS[attempt - 1]:
@@ -177,16 +177,17 @@ def _attempts(delivery: Delivery, policy: AlertPolicy, sleep: Callable[[float], 
         seconds = min(TIMEOUT_SECONDS, deadline - clock())
         if seconds <= 0:
             break
+        made += 1
         try:
             within(seconds, lambda: send(delivery, policy, seconds))
-            return None, attempt + 1
+            return None, made
         except Refused as exc:
-            return exc, attempt + 1
+            return exc, made
         except (TimeoutError, httpx.TimeoutException) as exc:  # slow or hanging: once is enough this tick
-            return exc, attempt + 1
+            return exc, made
         except Exception as exc:  # down, reset: tried again, then left pending
             error = exc
-    return error or TimeoutError("the tick's time was spent"), attempt + 1
+    return error, made
 
 
 def within(seconds: float, call: Callable[[], None]) -> None:

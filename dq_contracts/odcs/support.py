@@ -133,7 +133,9 @@ def origin_shown(url: str) -> str:
         return "(a URL that does not parse)"
     if not parts.scheme or not host:
         return "(not a URL)"
-    return f"{parts.scheme}://{host}" + (f":{port}" if port else "") + ("/…" if url.rstrip("/") != f"{parts.scheme}://{parts.netloc}" else "")
+    origin = f"{parts.scheme}://{host}" + (f":{port}" if port else "")
+    whole = url.rstrip("/") == f"{parts.scheme}://{parts.netloc}" and not parts.username
+    return origin if whole else origin + "/…"
 
 
 def alert_policy(environ: Mapping[str, str] | None = None) -> AlertPolicy:
