@@ -3,11 +3,12 @@
 An episode opens when a check fails as often in a row as its severity asks (`FAILURES_TO_OPEN`: an
 ERROR clause at once, a WARN clause the second time) and closes at its first pass. A partitioned
 check has an episode per partition, but its failures in a row are counted per check, across its
-partitions (a daily partition is checked once: counted per partition, a WARN would never open). Each opening and
-each closing is told once, to every destination of the contract's support block the operator allows
-(support.py). The state (each check's failures in a row, whether its episode is open, and every
-notification not yet delivered, a webhook there only as a digest of its URL) is JSON, kept in the
-sensor's cursor: a notification leaves it only once it is delivered (or refused for good), so a
+partitions (a daily partition is checked once: counted per partition, a WARN would never open).
+Each opening and each closing is told once, to every destination of the contract's support block
+the operator allows (support.py). The state (each check's failures in a row, whether its episode is
+open, and every notification not yet delivered, a webhook there only as a digest of its URL) is
+JSON, kept in the sensor's cursor, every part of it bounded (the MAX_ constants): a notification
+leaves it only once it is delivered (or refused for good, or past those bounds, logged), so a
 destination that is down loses nothing.
 
 This module is pure: no engine, no Dagster; the sensor (dagster_defs/alerts.py) feeds it the check
