@@ -42,9 +42,10 @@ class Refused(Exception):
 
 def slack_payload(delivery: Delivery) -> dict[str, Any]:
     # Slack reads &, < and > as markup (<!channel>, <url|text>): a contract's text is escaped; and
-    # `mrkdwn: false` shows *, _, ~ and ` as they are, not as bold, italics, struck or code
+    # `mrkdwn: false` shows *, _, ~ and ` as they are, not as bold, italics, struck or code; a URL in
+    # a contract's text is not unfurled (no preview fetched from it)
     text = delivery.text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return {"text": text, "mrkdwn": False}
+    return {"text": text, "mrkdwn": False, "unfurl_links": False, "unfurl_media": False}
 
 
 def teams_payload(delivery: Delivery) -> dict[str, Any]:

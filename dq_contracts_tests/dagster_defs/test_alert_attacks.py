@@ -212,6 +212,7 @@ INJECTIONS = ["[Reset your password](https://evil.example/login)", "**URGENT** c
 def test_a_contracts_text_shows_as_written_in_slack(text):
     payload = slack_payload(Delivery("r:1", "t:c", "failure", "s", f"FAIL\n{text}", "https://ui/c", "slack", "u"))
     assert payload["mrkdwn"] is False  # *, _, ~, ` shown as they are
+    assert payload["unfurl_links"] is payload["unfurl_media"] is False  # no preview fetched from a URL in it
     assert "<" not in payload["text"] and ">" not in payload["text"]  # no <url|text> link, no mention
 
 

@@ -357,7 +357,7 @@ def test_a_contracts_text_mentions_no_one_in_slack_and_teams_gets_one_card_with_
     delivery = Delivery("r:1:t:c", "t:c", "failure", "s", "FAIL ERROR t c\n<!channel> & <https://x|y>", "https://ui/c",
                         "slack", "https://hooks.slack.com/x")
     assert slack_payload(delivery) == {"text": "FAIL ERROR t c\n&lt;!channel&gt; &amp; &lt;https://x|y&gt;",
-                                       "mrkdwn": False}
+                                       "mrkdwn": False, "unfurl_links": False, "unfurl_media": False}
     card = teams_payload(delivery)["attachments"][0]
     assert card["contentType"] == "application/vnd.microsoft.card.adaptive"
     assert [b["inlines"][0]["text"] for b in card["content"]["body"]] == ["FAIL ERROR t c", "<!channel> & <https://x|y>"]
