@@ -63,7 +63,7 @@ def alert_sensor(built: ContractSpecs, status: dg.DefaultSensorStatus, suffix: s
         policy = replace(policy, ui_url=ui_url) if ui_url else policy
         for line in observe(state, evaluations, watched, policy):
             context.log.info(line)
-        sendable, dropped = to_send(state.pending, watched)
+        sendable, dropped = to_send(state.pending, watched, policy)
         outcome = deliver(sendable, policy)
         state.pending = [d.stored() for d in outcome.pending]
         for line in [*dropped, *outcome.log]:

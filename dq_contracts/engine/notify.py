@@ -2,17 +2,24 @@
 shapes), mail through smtplib, to the SMTP server of the operator's environment (never one a contract
 names).
 
-Bounded: each delivery is tried `ATTEMPTS` times a tick, each attempt given `TIMEOUT_SECONDS`, with
-`BACKOFF_SECONDS` between; a destination that fails every attempt is not tried again in that tick,
-and no new attempt starts once a tick has spent `TICK_BUDGET_SECONDS`. What is not delivered stays
-pending for the next tick; only a refusal for good (an HTTP 4xx but 408 and 429, an SMTP 5xx, a
-destination the operator's list no longer allows) drops it, logged.
+Bounded: each delivery is tried `ATTEMPTS` times a tick, each attempt given `TIMEOUT_SECONDS` in all
+(connecting, sending and the whole answer: a server trickling its answer a byte at a time is cut
+there), with `BACKOFF_SECONDS` between; an attempt that times out is not repeated. A destination
+that fails is down for the rest of the tick, known by its origin (a webhook's host and port, the
+SMTP server for mail), so paths of one hanging host cost one time-out; and the tick never runs past
+`TICK_BUDGET_SECONDS`. Pending deliveries are served fairly: those not tried before first, then one
+of each contract in turn, so one contract's failing destinations never hold back another's. What is
+not delivered stays pending for the next tick; only a refusal for good (an HTTP 4xx but 408 and 429,
+an SMTP 5xx, a destination the operator's list no longer allows) drops it, logged.
 """
 
 from __future__ import annotations
 
+import itertools
+import re
 import smtplib
 import ssl
+import threading
 import time
 from dataclasses import dataclass, replace
 from email.message import EmailMessage
@@ -21,12 +28,12 @@ from typing import Any, Callable
 import httpx
 
 from dq_contracts.odcs.alerting import Delivery
-from dq_contracts.odcs.support import AlertPolicy, refusal
+from dq_contracts.odcs.support import AlertPolicy, origin_shown, refusal
 
 ATTEMPTS = 3
-TIMEOUT_SECONDS = 5.0
+TIMEOUT_SECONDS = 5.0  # an attempt's whole time, not each read's
 BACKOFF_SECONDS = (0.5, 1.0)  # before the second and the third attempt
-TICK_BUDGET_SECONDS = 30.0  # well inside a sensor tick's 60 s
+TICK_BUDGET_SECONDS = 30.0  # well inside a sensor tick's 60 s: no attempt runs past it
 
 
 class Refused(Exception):
@@ -34,16 +41,20 @@ class Refused(Exception):
 
 
 def slack_payload(delivery: Delivery) -> dict[str, Any]:
-    # Slack reads &, < and > as markup (<!channel>, <url|text>): a contract's text is escaped
+    # Slack reads &, < and > as markup (<!channel>, <url|text>): a contract's text is escaped; and
+    # `mrkdwn: false` shows *, _, ~ and ` as they are, not as bold, italics, struck or code; a URL in
+    # a contract's text is not unfurled (no preview fetched from it)
     text = delivery.text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return {"text": text}
+    return {"text": text, "mrkdwn": False, "unfurl_links": False, "unfurl_media": False}
 
 
 def teams_payload(delivery: Delivery) -> dict[str, Any]:
-    """A Teams Workflows webhook message: one Adaptive Card, its lines and a button to the check."""
+    """A Teams Workflows webhook message: one Adaptive Card, its lines and a button to the check. Each
+    line is a TextRun of a RichTextBlock: a TextBlock reads its text as Markdown (a contract's
+    `[text](url)` would be a link, `**x**` bold), a TextRun never does."""
     first, *rest = delivery.text.split("\n")
-    body = [{"type": "TextBlock", "text": first, "weight": "Bolder", "wrap": True},
-            *({"type": "TextBlock", "text": line, "wrap": True} for line in rest)]
+    body = [{"type": "RichTextBlock", "inlines": [{"type": "TextRun", "text": first, "weight": "Bolder"}]},
+            *({"type": "RichTextBlock", "inlines": [{"type": "TextRun", "text": line}]} for line in rest)]
     card = {"$schema": "http://adaptivecards.io/schemas/adaptive-card.json", "type": "AdaptiveCard",
             "version": "1.4", "body": body,
             "actions": [{"type": "Action.OpenUrl", "title": "Open the check in Dagster", "url": delivery.link}]}
@@ -54,9 +65,9 @@ def teams_payload(delivery: Delivery) -> dict[str, Any]:
 PAYLOADS: dict[str, Callable[[Delivery], dict[str, Any]]] = {"slack": slack_payload, "teams": teams_payload}
 
 
-def post_webhook(delivery: Delivery, policy: AlertPolicy) -> None:
+def post_webhook(delivery: Delivery, policy: AlertPolicy, seconds: float) -> None:
     # redirects are not followed: the operator allowed this host, not wherever it points
-    response = httpx.post(delivery.address, json=PAYLOADS[delivery.tool](delivery), timeout=TIMEOUT_SECONDS,
+    response = httpx.post(delivery.address, json=PAYLOADS[delivery.tool](delivery), timeout=seconds,
                           follow_redirects=False)
     if 400 <= response.status_code < 500 and response.status_code not in (408, 429):
         raise Refused(f"HTTP {response.status_code}")
@@ -65,7 +76,7 @@ def post_webhook(delivery: Delivery, policy: AlertPolicy) -> None:
         raise Refused(f"HTTP {response.status_code} (a redirect is not followed)")
 
 
-def send_mail(delivery: Delivery, policy: AlertPolicy) -> None:
+def send_mail(delivery: Delivery, policy: AlertPolicy, seconds: float) -> None:
     if not policy.smtp_host:
         raise ConnectionError("no SMTP server: the operator sets DQ_ALERTS_SMTP_HOST")
     if policy.tls not in ("starttls", "ssl", "none"):
@@ -81,7 +92,7 @@ def send_mail(delivery: Delivery, policy: AlertPolicy) -> None:
     client = smtplib.SMTP_SSL if policy.tls == "ssl" else smtplib.SMTP
     extra = {"context": ssl.create_default_context()} if policy.tls == "ssl" else {}
     try:
-        with client(policy.smtp_host, policy.port, timeout=TIMEOUT_SECONDS, **extra) as smtp:
+        with client(policy.smtp_host, policy.port, timeout=seconds, **extra) as smtp:
             if policy.tls == "starttls":
                 smtp.starttls(context=ssl.create_default_context())
             if policy.smtp_user:
@@ -95,7 +106,7 @@ def send_mail(delivery: Delivery, policy: AlertPolicy) -> None:
         raise
 
 
-SENDERS: dict[str, Callable[[Delivery, AlertPolicy], None]] = {"mail": send_mail, "webhook": post_webhook}
+SENDERS: dict[str, Callable[[Delivery, AlertPolicy, float], None]] = {"mail": send_mail, "webhook": post_webhook}
 
 
 @dataclass
@@ -107,53 +118,107 @@ class Outcome:
 
 def deliver(pending: list[Delivery], policy: AlertPolicy, sleep: Callable[[float], None] = time.sleep,
             clock: Callable[[], float] = time.monotonic) -> Outcome:
-    """Try each pending delivery, in order, within the bounds above; never raises."""
+    """Try each pending delivery, fairly (`fair_order`), within the bounds above; never raises. What
+    stays pending keeps its order (oldest first: what the pending queue's bounds drop first)."""
     outcome = Outcome([], [], [])
-    down: set[tuple[str, str]] = set()  # destinations that failed every attempt this tick
-    started = clock()
-    for delivery in pending:
+    down: set[str] = set()  # origins that failed this tick
+    deadline = clock() + TICK_BUDGET_SECONDS
+    age = {id(d): i for i, d in enumerate(pending)}
+    kept: list[tuple[int, Delivery]] = []
+    for delivery in fair_order(pending):
         destination = delivery.destination
-        where = (destination.tool, destination.address)
         problem = refusal(destination, policy)
         if problem:
             outcome.log.append(f"dropped {delivery.kind} of {delivery.id}: {problem}")
             continue
-        if where in down or clock() - started > TICK_BUDGET_SECONDS:
-            outcome.pending.append(delivery)
+        if destination.origin in down or deadline - clock() <= 0:
+            kept.append((age[id(delivery)], delivery))
             continue
-        error = _attempts(delivery, policy, sleep)
+        error, tried = _attempts(delivery, policy, sleep, clock, deadline)
         if error is None:
             outcome.delivered.append(delivery)
             outcome.log.append(f"sent {delivery.kind} of {delivery.id} to {destination.shown}")
         elif isinstance(error, Refused):
             outcome.log.append(f"dropped {delivery.kind} of {delivery.id}: {destination.shown} refused it ({error})")
         else:
-            down.add(where)
-            outcome.pending.append(replace(delivery, tries=delivery.tries + 1))
-            outcome.log.append(f"pending {delivery.kind} of {delivery.id}: {destination.shown} failed {ATTEMPTS} "
-                               f"attempts ({type(error).__name__}: {_said(error)}); tried again next tick")
+            if not isinstance(error, smtplib.SMTPResponseException):  # a 4xx to one mail: the server is up
+                down.add(destination.origin)
+            kept.append((age[id(delivery)], replace(delivery, tries=delivery.tries + 1)))
+            said = f"{type(error).__name__}: {_said(error, delivery.address)}"
+            outcome.log.append(f"pending {delivery.kind} of {delivery.id}: {destination.shown} failed {tried} "
+                               f"attempt{'s' * (tried != 1)} ({said}); tried again next tick")
+    outcome.pending = [d for _, d in sorted(kept, key=lambda kept_one: kept_one[0])]
     return outcome
 
 
-def _attempts(delivery: Delivery, policy: AlertPolicy, sleep: Callable[[float], None]) -> Exception | None:
+def fair_order(pending: list[Delivery]) -> list[Delivery]:
+    """Deliveries not tried before first, then those that failed; within each, one of each contract
+    in turn (round robin, each contract's own oldest first)."""
+    queues: dict[tuple[bool, str], list[Delivery]] = {}
+    for delivery in pending:
+        queues.setdefault((delivery.tries > 0, delivery.contract), []).append(delivery)
+    out: list[Delivery] = []
+    for tried in (False, True):
+        rounds = itertools.zip_longest(*(q for (t, _), q in queues.items() if t == tried))
+        out.extend(d for row in rounds for d in row if d is not None)
+    return out
+
+
+def _attempts(delivery: Delivery, policy: AlertPolicy, sleep: Callable[[float], None],
+              clock: Callable[[], float], deadline: float) -> tuple[Exception | None, int]:
+    """The error that ends the attempts (None: delivered), and how many were made."""
     send = SENDERS[delivery.destination.transport]
-    error: Exception | None = None
+    error: Exception = TimeoutError("the tick's time was spent")
+    made = 0
     for attempt in range(ATTEMPTS):
         if attempt:
+            if deadline - clock() <= BACKOFF_SECONDS[attempt - 1]:
+                break  # the tick's budget is spent
             sleep(BACKOFF_SECONDS[attempt - 1])
+        seconds = min(TIMEOUT_SECONDS, deadline - clock())
+        if seconds <= 0:
+            break
+        made += 1
         try:
-            send(delivery, policy)
-            return None
+            within(seconds, lambda: send(delivery, policy, seconds))
+            return None, made
         except Refused as exc:
-            return exc
-        except Exception as exc:  # down, slow, reset: tried again, then left pending
+            return exc, made
+        except (TimeoutError, httpx.TimeoutException) as exc:  # slow or hanging: once is enough this tick
+            return exc, made
+        except Exception as exc:  # down, reset: tried again, then left pending
             error = exc
-    return error
+    return error, made
 
 
-def _said(error: Exception) -> str:
-    """An error in one short line; a webhook's URL (its path is its secret) is cut to its origin."""
-    text = " ".join(str(error).split())[:200]
+def within(seconds: float, call: Callable[[], None]) -> None:
+    """`call()`, given `seconds` in all. A client's own timeout is per read (httpx, smtplib), so a server
+    answering a byte at a time would hold it for ever: the call runs in a thread, waited for `seconds`,
+    then left (a daemon, its reads still timed out) and the attempt counted as timed out."""
+    done: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            call()
+            done.append(None)
+        except BaseException as exc:  # handed to the waiting thread
+            done.append(exc)
+
+    worker = threading.Thread(target=run, name="dq_contracts-notify", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if not done:
+        raise TimeoutError(f"no complete answer within {seconds:.1f} s")
+    if done[0] is not None:
+        raise done[0]
+
+
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+
+
+def _said(error: Exception, address: str) -> str:
+    """An error in one short line; a URL in it (a webhook's path is its secret) is cut to its origin."""
     if isinstance(error, httpx.HTTPStatusError):
         return f"HTTP {error.response.status_code}"
-    return text
+    text = " ".join(str(error).replace(address, origin_shown(address)).split())
+    return _URL.sub(lambda m: origin_shown(m.group()), text)[:200]

@@ -1,11 +1,14 @@
 """Failure episodes of contract checks, and what the contract's owners are told of them.
 
 An episode opens when a check fails as often in a row as its severity asks (`FAILURES_TO_OPEN`: an
-ERROR clause at once, a WARN clause the second time) and closes at its first pass. Each opening and
-each closing is told once, to every destination of the contract's support block the operator allows
-(support.py). The state (each check's failures in a row, whether its episode is open, and every
-notification not yet delivered, a webhook there only as a digest of its URL) is JSON, kept in the
-sensor's cursor: a notification leaves it only once it is delivered (or refused for good), so a
+ERROR clause at once, a WARN clause the second time) and closes at its first pass. A partitioned
+check has an episode per partition, but its failures in a row are counted per check, across its
+partitions (a daily partition is checked once: counted per partition, a WARN would never open).
+Each opening and each closing is told once, to every destination of the contract's support block
+the operator allows (support.py). The state (each check's failures in a row, whether its episode is
+open, and every notification not yet delivered, a webhook there only as a digest of its URL) is
+JSON, kept in the sensor's cursor, every part of it bounded (the MAX_ constants): a notification
+leaves it only once it is delivered (or refused for good, or past those bounds, logged), so a
 destination that is down loses nothing.
 
 This module is pure: no engine, no Dagster; the sensor (dagster_defs/alerts.py) feeds it the check
@@ -20,12 +23,18 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Mapping
 from urllib.parse import quote, urlencode
 
-from dq_contracts.odcs.support import AlertPolicy, Destination, allowed_destinations, destinations
+from dq_contracts.odcs.support import AlertPolicy, Destination, allowed_destinations, shorten
 from dq_contracts.odcs.visible import visible
 
 # failures in a row that open an episode, by the severity of the failing result
 FAILURES_TO_OPEN = {"ERROR": 1, "WARN": 2}
-MAX_PENDING = 1000  # undelivered notifications kept; past it the oldest is dropped (and logged)
+MAX_PENDING = 1000  # undelivered notifications kept; past it the oldest of the contract holding most is dropped
+MAX_PENDING_PER_CONTRACT = 100  # one contract's share: past it its own oldest is dropped (logged)
+MAX_OPEN_PARTITIONS = 100  # open episodes kept per check; past it the lowest partition's is forgotten (logged)
+MAX_PART = 300  # characters of one piece of a contract's text in a message (a name, a sentence, an id)
+MAX_TEXT = 2000  # characters of a message's body, and of its subject line MAX_SUBJECT
+MAX_SUBJECT = 200
+MAX_LINK = 1000  # a longer link to the check's page is replaced by the UI's own
 
 
 @dataclass(frozen=True)
@@ -59,7 +68,9 @@ class Evaluation:
 class Delivery:
     """One notification to one destination, pending until it is delivered. As kept in the cursor
     (which the UI shows), a webhook is only its digest (`stored`): its URL is its secret; the
-    sensor finds the URL again in the contract's support block before sending (`to_send`)."""
+    sensor finds the URL again in the contract's support block before sending (`to_send`). Nor
+    does the cursor keep its subject, body and link, but what renders them again with the check
+    (`facts`): a contract's text is in the cursor once per check, not once per destination."""
 
     id: str  # the evaluation's storage id and the check: one per destination
     check: str  # Watched.key
@@ -70,13 +81,18 @@ class Delivery:
     tool: str
     address: str
     tries: int = 0  # ticks that tried it and failed
+    contract: str = ""  # Watched.contract: its share of the pending queue, its turn in delivering
+    facts: dict[str, Any] | None = None  # the evaluation's severity, sentence, partition and failures in a row
 
     @property
     def destination(self) -> Destination:
         return Destination(self.tool, self.address, 0, "url")
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        kept = asdict(self)
+        if self.facts is not None:  # rendered again before sending
+            kept.update(subject="", text="", link="")
+        return kept
 
     def stored(self) -> Delivery:
         if self.destination.transport == "mail" or self.address.startswith(DIGEST):
@@ -89,6 +105,12 @@ DIGEST = "sha256:"
 
 def digest(address: str) -> str:
     return DIGEST + hashlib.sha256(address.encode()).hexdigest()[:32]
+
+
+def kept_as(name: str) -> str:
+    """A check's key, a partition's or a contract's as the cursor keeps it: a long one by its digest
+    (a contract's names may be any length; the cursor's size is bounded)."""
+    return name if len(name) <= MAX_PART else digest(name)
 
 
 @dataclass
@@ -107,7 +129,7 @@ class AlertState:
         try:
             raw = json.loads(cursor)
             return cls(raw.get("read"), dict(raw.get("checks") or {}),
-                       [Delivery(**d) for d in raw.get("pending") or []])
+                       [Delivery(**{"subject": "", "text": "", "link": "", **d}) for d in raw.get("pending") or []])
         except (ValueError, TypeError, AttributeError):  # a cursor set by hand, or of another release
             return cls()
 
@@ -130,54 +152,109 @@ def step(state: Mapping[str, Any] | None, evaluation: Evaluation) -> tuple[dict[
 def observe(state: AlertState, evaluations: list[Evaluation], watched: Mapping[str, Watched],
             policy: AlertPolicy) -> list[str]:
     """Feed evaluations (oldest first) through each check's episode; queue what is to be told in
-    `state.pending`. Returns lines for the log (what was queued, what was dropped past MAX_PENDING)."""
+    `state.pending`. Returns lines for the log (what was queued, what was dropped past the bounds)."""
     log: list[str] = []
     for evaluation in evaluations:
         check = watched.get(evaluation.key)
         if check is None:
             continue  # not a contract check of this sensor
-        slot = evaluation.key + (f"[{evaluation.partition}]" if evaluation.partition else "")
-        new, tell = step(state.checks.get(slot), evaluation)
-        if new is None:
-            state.checks.pop(slot, None)
-        else:
-            state.checks[slot] = new
+        key = kept_as(evaluation.key)
+        slot = kept_as(evaluation.key + (f"[{evaluation.partition}]" if evaluation.partition else ""))
+        # failures in a row are the check's (`key`), the episode its partition's (`slot`): one entry when unpartitioned
+        seen = {"fails": state.checks.get(key, {}).get("fails", 0), "open": state.checks.get(slot, {}).get("open", False)}
+        new, tell = step(seen, evaluation)
+        _keep(state.checks, key, slot, new, log)
         if tell is None:
             continue
         fails = (new or {}).get("fails", 0)
         subject, text, link = message(tell, check, evaluation, fails, policy.link_base)
         targets = allowed_destinations(check.support, policy)
         if not targets:
-            log.append(f"{slot}: {tell}, but its contract names no destination the operator allows")
+            log.append(f"{shorten(slot, MAX_PART)}: {tell}, but its contract names no destination the operator allows")
         for target in targets:
-            state.pending.append(Delivery(f"{evaluation.id}:{slot}", check.key, tell, subject, text, link,
-                                          target.tool, target.address).stored())
-            log.append(f"{slot}: {tell} queued for {target.shown}")
-    if len(state.pending) > MAX_PENDING:
-        dropped = state.pending[:-MAX_PENDING]
-        state.pending = state.pending[-MAX_PENDING:]
-        log.append(f"{len(dropped)} undelivered notifications dropped (more than {MAX_PENDING} pending), "
-                   f"the oldest {dropped[0].id}")
+            facts = {"severity": evaluation.severity, "sentence": shorten(evaluation.sentence, MAX_PART),
+                     "partition": evaluation.partition and shorten(evaluation.partition, MAX_PART), "fails": fails}
+            state.pending.append(Delivery(f"{evaluation.id}:{shorten(slot, MAX_PART)}", kept_as(check.key), tell, subject,
+                                          text, link, target.tool, target.address,
+                                          contract=kept_as(check.contract), facts=facts).stored())
+            log.append(f"{shorten(slot, MAX_PART)}: {tell} queued for {target.shown}")
+    state.pending, dropped = bounded(state.pending)
+    if dropped:
+        log.append(f"{len(dropped)} undelivered notifications dropped (more than {MAX_PENDING_PER_CONTRACT} pending "
+                   f"of one contract, or {MAX_PENDING} in all), the oldest {dropped[0].id}")
     return log
 
 
-def to_send(pending: list[Delivery], watched: Mapping[str, Watched]) -> tuple[list[Delivery], list[str]]:
-    """The pending deliveries with each webhook's URL found again in its contract's support block;
-    one the contract no longer names is dropped (logged)."""
-    found, log = [], []
+def _keep(checks: dict[str, dict[str, Any]], key: str, slot: str, new: dict[str, Any] | None, log: list[str]) -> None:
+    """Keep a check's new state: its failures in a row under `key`, its partition's open episode
+    under `slot`; nothing for what passes; at most MAX_OPEN_PARTITIONS open episodes a check."""
+    if new is None:  # a pass: the check's run of failures ends, and its partition's episode
+        checks.pop(key, None)
+        checks.pop(slot, None)
+        return
+    checks[key] = new if key == slot else {"fails": new["fails"], "open": False}
+    if key == slot:
+        return
+    if not new["open"]:
+        checks.pop(slot, None)
+        return
+    checks[slot] = {"fails": 0, "open": True}
+    partitions = sorted(s for s in checks if s.startswith(key + "[") and checks[s].get("open"))
+    for forgotten in partitions[:-MAX_OPEN_PARTITIONS]:
+        checks.pop(forgotten)
+        log.append(f"{shorten(forgotten, MAX_PART)}: its open episode forgotten (more than {MAX_OPEN_PARTITIONS} "
+                   "partitions of one check open); its recovery will not be told")
+
+
+def bounded(pending: list[Delivery]) -> tuple[list[Delivery], list[Delivery]]:
+    """(pending within its bounds, what was dropped): each contract keeps its newest
+    MAX_PENDING_PER_CONTRACT; past MAX_PENDING in all, the contract holding most loses its oldest, so
+    one contract's flood never evicts another's alerts."""
+    by_contract: dict[str, list[Delivery]] = {}
     for delivery in pending:
-        if not delivery.address.startswith(DIGEST):
-            found.append(delivery)
-            continue
-        check = watched.get(delivery.check)
-        urls = [d.address for d in destinations(check.support)[0] if d.tool == delivery.tool] if check else []
-        url = next((u for u in urls if digest(u) == delivery.address), None)
-        if url is None:
-            log.append(f"dropped {delivery.kind} of {delivery.id}: its contract no longer names that {delivery.tool} "
-                       "webhook")
+        by_contract.setdefault(delivery.contract, []).append(delivery)
+    dropped = [d for queue in by_contract.values() for d in queue[:-MAX_PENDING_PER_CONTRACT]]
+    for contract, queue in by_contract.items():
+        by_contract[contract] = queue[-MAX_PENDING_PER_CONTRACT:]
+    while sum(len(q) for q in by_contract.values()) > MAX_PENDING:
+        largest = max(by_contract.values(), key=len)
+        dropped.append(largest.pop(0))
+    kept = {id(d) for queue in by_contract.values() for d in queue}
+    return [d for d in pending if id(d) in kept], dropped
+
+
+def to_send(pending: list[Delivery], watched: Mapping[str, Watched],
+            policy: AlertPolicy) -> tuple[list[Delivery], list[str]]:
+    """The pending deliveries whose destination the contract still names, among those the operator
+    allows now (a webhook's URL found again by its digest); any other is dropped (logged)."""
+    found, log = [], []
+    by_kept = {kept_as(key): check for key, check in watched.items()}
+    for delivery in pending:
+        check = by_kept.get(delivery.check)
+        named = allowed_destinations(check.support, policy) if check else []
+        if delivery.address.startswith(DIGEST):
+            match = next((d for d in named if d.tool == delivery.tool and digest(d.address) == delivery.address), None)
         else:
-            found.append(replace(delivery, address=url))
+            match = next((d for d in named if d.tool == delivery.tool and d.address.lower() == delivery.address.lower()),
+                         None)
+        if match is None:
+            log.append(f"dropped {delivery.kind} of {delivery.id}: its contract no longer names that "
+                       f"{'address' if delivery.destination.transport == 'mail' else delivery.tool + ' webhook'} "
+                       "among those the operator allows")
+        else:
+            found.append(rendered(replace(delivery, address=match.address), check, policy))
     return found, log
+
+
+def rendered(delivery: Delivery, check: Watched, policy: AlertPolicy) -> Delivery:
+    """`delivery` with its subject, body and link rendered again from its facts (as the cursor keeps it)."""
+    if delivery.text or delivery.facts is None:
+        return delivery
+    facts = delivery.facts
+    evaluation = Evaluation(check.key, delivery.kind == "recovery", str(facts.get("severity") or "ERROR"),
+                            str(facts.get("sentence") or ""), facts.get("partition"))
+    subject, text, link = message(delivery.kind, check, evaluation, int(facts.get("fails") or 0), policy.link_base)
+    return replace(delivery, subject=subject, text=text, link=link)
 
 
 def check_link(base: str, asset_path: tuple[str, ...], name: str) -> str:
@@ -188,14 +265,19 @@ def check_link(base: str, asset_path: tuple[str, ...], name: str) -> str:
 
 def message(kind: str, check: Watched, evaluation: Evaluation, fails: int, base: str) -> tuple[str, str, str]:
     """(subject, body, link) of a notification, in plain text; the contract's text shown escaped."""
-    where = "/".join(check.asset_path) + (f" partition {evaluation.partition}" if evaluation.partition else "")
+    def part(text: str) -> str:  # a contract's text, bounded: an id or a pattern may be any length
+        return shorten(visible(text), MAX_PART)
+
+    where = part("/".join(check.asset_path)) + (f" partition {part(evaluation.partition)}" if evaluation.partition
+                                                else "")
     if kind == "failure":
         times = "" if fails <= 1 else f" ({fails} times in a row)"
-        headline = f"FAIL {evaluation.severity} {where} {check.name}{times}"
+        headline = f"FAIL {evaluation.severity} {where} {part(check.name)}{times}"
     else:
-        headline = f"RECOVERED {where} {check.name}: passes again"
+        headline = f"RECOVERED {where} {part(check.name)}: passes again"
     link = check_link(base, check.asset_path, check.name)
-    lines = [headline, visible(evaluation.sentence), f"Clause: {check.location}", f"Contract: {check.contract}",
+    link = link if len(link) <= MAX_LINK else base.rstrip("/")
+    lines = [headline, part(evaluation.sentence), f"Clause: {part(check.location)}", f"Contract: {part(check.contract)}",
              f"Check in Dagster: {link}"]
     subject = " ".join(visible(f"[dq_contracts] {headline}").split())  # one header line, whatever a partition holds
-    return subject, visible("\n".join(lines)), link
+    return shorten(subject, MAX_SUBJECT), shorten(visible("\n".join(lines)), MAX_TEXT), link

@@ -38,7 +38,12 @@ ALERT_SETTINGS: tuple[tuple[str, str, str | None], ...] = (
 DEFAULT_UI_URL = "http://127.0.0.1:3000"  # where `dagster dev` serves the UI
 SMTP_TLS = {"starttls": 587, "ssl": 465, "none": 25}  # each mode and its default port
 
-_ADDRESS = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@([A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+)$")
+# A conservative address: a dot-atom local part of letters, digits, `_`, `+`, `-` (no `%`, `!`, `=`, `?`:
+# old relays route `a%b@c` and `b!a@c` elsewhere, `=?…?=` is an RFC 2047 encoded word), and a domain of
+# letters, digits and inner hyphens
+_ADDRESS = re.compile(r"^[A-Za-z0-9_+-]+(\.[A-Za-z0-9_+-]+)*@((?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)+"
+                      r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)$")
+MAX_DESTINATIONS = 10  # notified per contract; past it a channel is a warning and nothing is sent there
 
 
 @dataclass(frozen=True)
@@ -74,8 +79,13 @@ class Destination:
         """The destination as logs and problems show it: a webhook's path is its secret, so only its origin."""
         if self.transport == "mail":
             return self.address
-        parts = urlsplit(self.address)
-        return f"{self.tool} webhook {parts.scheme}://{parts.netloc}/…"
+        return f"{self.tool} webhook {origin_shown(self.address)}"
+
+    @property
+    def origin(self) -> str:
+        """What is down when it does not answer: a mail goes through the operator's SMTP server, a
+        webhook to its host and port."""
+        return "smtp" if self.transport == "mail" else origin_shown(self.address)
 
     def to_json(self) -> dict[str, Any]:
         return {"tool": self.tool, "address": self.address, "index": self.index, "field": self.field}
@@ -113,6 +123,21 @@ class AlertPolicy:
         return int(self.smtp_port) if self.smtp_port else SMTP_TLS.get(self.tls, 25)
 
 
+def origin_shown(url: str) -> str:
+    """A URL as any message shows it: its origin only (a webhook's path, and a user or password in
+    it, are secrets), `…` for the rest; a URL that does not parse is shown as such, never in full."""
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname or "", parts.port
+    except ValueError:
+        return "(a URL that does not parse)"
+    if not parts.scheme or not host:
+        return "(not a URL)"
+    origin = f"{parts.scheme}://{host}" + (f":{port}" if port else "")
+    whole = url.rstrip("/") == f"{parts.scheme}://{parts.netloc}" and not parts.username
+    return origin if whole else origin + "/…"
+
+
 def alert_policy(environ: Mapping[str, str] | None = None) -> AlertPolicy:
     environ = os.environ if environ is None else environ
     values: dict[str, Any] = {}
@@ -140,13 +165,14 @@ def destinations(support: Any) -> tuple[list[Destination], list[tuple[int, str, 
                 if _ADDRESS.match(address):
                     found.append(Destination("email", address, index, "url"))
                 else:
-                    wrong.append((index, "url", f"{address!r} is not a mail address"))
+                    wrong.append((index, "url", f"{shorten(address, 80)!r} is not a mail address (letters, digits, "
+                                                "'.', '_', '+', '-' before the @)"))
         elif tool == "email":
             channel = str(item.get("channel") or "").strip()
             if _ADDRESS.match(channel):
                 found.append(Destination("email", channel, index, "channel"))
             elif url:
-                wrong.append((index, "url", f"an email channel's url is a mailto: URL, not {url!r}"))
+                wrong.append((index, "url", f"an email channel's url is a mailto: URL, not {origin_shown(url)}"))
         elif tool in CHANNELS and url:
             found.append(Destination(tool, url, index, "url"))
     return found, wrong
@@ -160,22 +186,42 @@ def refusal(destination: Destination, policy: AlertPolicy) -> str | None:
             return None
         return (f"mail to {destination.address!r}: the domain {domain!r} is not one the operator allows "
                 f"(DQ_ALERTS_MAIL_DOMAINS: {', '.join(policy.mail_domains) or 'none'}); nothing is sent there")
+    shown = destination.shown
     try:
         parts = urlsplit(destination.address)
         host, port = (parts.hostname or "").lower(), parts.port
     except ValueError:
-        return f"{destination.tool} webhook {destination.address!r} is not a URL; nothing is sent there"
-    shown = destination.shown
+        return f"{shown} is not a URL; nothing is sent there"
     if parts.username or parts.password:
         return f"{shown}: a credential in the contract's URL is never sent; nothing is sent there"
     if parts.scheme == "https" and _matches(host, tuple(h for h in policy.webhook_hosts if "://" not in h)):
         return None
     origin = f"{parts.scheme}://{host}" + (f":{port}" if port else "")
-    if origin in {h.rstrip("/").lower() for h in policy.webhook_hosts if "://" in h}:
-        return None  # the operator named this origin itself (plain http only so)
-    return (f"{shown}: {origin} is not a webhook host the operator allows (DQ_ALERTS_WEBHOOK_HOSTS: "
-            f"{', '.join(policy.webhook_hosts) or 'none'}; an https host, or an origin written with its scheme); "
-            "nothing is sent there")
+    if any(_under(origin, parts.path, entry) for entry in policy.webhook_hosts if "://" in entry):
+        return None  # the operator named this origin, or a path prefix of it, itself
+    listed = ", ".join(origin_shown(h) if "://" in h else h for h in policy.webhook_hosts) or "none"
+    return (f"{shown}: {origin} is not a webhook host the operator allows (DQ_ALERTS_WEBHOOK_HOSTS: {listed}; "
+            "an https host, or an origin or URL prefix written with its scheme); nothing is sent there")
+
+
+def _under(origin: str, path: str, entry: str) -> bool:
+    """A URL of `origin` and `path` is one the operator's entry `scheme://host[:port][/prefix/]` allows:
+    the same origin, and (when the entry has a path) a path under its prefix, whole segments only. A
+    path that a server could read as another (`..`, `.`, an encoded `/`, `.` or `%`) is under no prefix."""
+    try:
+        allowed = urlsplit(entry.strip())
+        allowed_origin = f"{allowed.scheme.lower()}://{(allowed.hostname or '').lower()}" + (
+            f":{allowed.port}" if allowed.port else "")
+    except ValueError:
+        return False
+    if origin != allowed_origin:
+        return False
+    prefix = allowed.path.rstrip("/")
+    if not prefix:
+        return True
+    if "%" in path or any(segment in (".", "..") for segment in path.split("/")):
+        return False
+    return path == prefix or path.startswith(prefix + "/")
 
 
 def _matches(name: str, allowed: tuple[str, ...]) -> bool:
@@ -188,6 +234,11 @@ def _matches(name: str, allowed: tuple[str, ...]) -> bool:
     return False
 
 
+def shorten(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, an ellipsis saying it was."""
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 def support_refusals(support: Any, policy: AlertPolicy) -> list[tuple[list[str | int], str]]:
     """What the operator's allow-list refuses in a contract's support block, as (the parts of its
     path in the document, what is wrong); nothing when the operator allows no destination at all."""
@@ -196,8 +247,15 @@ def support_refusals(support: Any, policy: AlertPolicy) -> list[tuple[list[str |
     found, wrong = destinations(support)
     out: list[tuple[list[str | int], str]] = [(["support", i, f], f"support channel: {why}; nothing is sent there")
                                               for i, f, why in wrong]
+    allowed: set[tuple[str, str]] = set()  # as allowed_destinations counts them: a place named twice is one
     for destination in found:
         problem = refusal(destination, policy)
+        where = (destination.tool, destination.address.lower())
+        if problem is None and where not in allowed and len(allowed) >= MAX_DESTINATIONS:
+            problem = (f"{destination.shown}: a contract's alerts go to at most {MAX_DESTINATIONS} destinations; "
+                       "nothing is sent there")
+        if problem is None:
+            allowed.add(where)
         if problem:
             out.append((["support", destination.index, destination.field], f"support channel: {problem}"))
     return out
@@ -208,4 +266,4 @@ def allowed_destinations(support: Any, policy: AlertPolicy) -> list[Destination]
     if not policy.declared:
         return []
     allowed = {(d.tool, d.address.lower()): d for d in destinations(support)[0] if refusal(d, policy) is None}
-    return list(allowed.values())  # one message to a place the block names twice
+    return list(allowed.values())[:MAX_DESTINATIONS]  # one message to a place the block names twice
