@@ -363,3 +363,45 @@ def test_a_contracts_text_mentions_no_one_in_slack_and_teams_gets_one_card_with_
     assert [b["inlines"][0]["text"] for b in card["content"]["body"]] == ["FAIL ERROR t c", "<!channel> & <https://x|y>"]
     assert card["content"]["actions"] == [{"type": "Action.OpenUrl", "title": "Open the check in Dagster",
                                            "url": "https://ui/c"}]
+
+
+def test_the_readme_settings_block_as_written_delivers(tmp_path, monkeypatch, endpoints):
+    """The README's block of `export` lines, run by bash as written, its values pointed at the local
+    servers (only the values: names, quoting and forms are the README's), then one failing run: the
+    mail and the Slack and Teams messages arrive, under a URL-prefix entry as the README shows."""
+    hooks, _, mailbox, smtp = endpoints
+    section = (Path(__file__).parents[2] / "README.md").read_text().split("### Telling the contract's owners", 1)[1]
+    block = re.search(r"```bash\n(.*?)```", section.split("\n## ", 1)[0], re.S).group(1)
+    local = {"DQ_ALERTS_WEBHOOK_HOSTS": f'"{hooks.url}/slack/T0/,{hooks.url}/teams/"',
+             "DQ_ALERTS_MAIL_DOMAINS": '"example.com,*.example.com"', "DQ_ALERTS_SMTP_HOST": "127.0.0.1",
+             "DQ_ALERTS_SMTP_TLS": "none", "DQ_ALERTS_SMTP_PORT": str(smtp.port), "DQ_ALERTS_SMTP_USER": "''",
+             "DQ_ALERTS_SMTP_PASSWORD": "''", "DQ_ALERTS_FROM": "dq@example.com",
+             "DQ_ALERTS_UI_URL": "http://dagster.example:3000"}
+    written = set(re.findall(r"\b(DQ_ALERTS_[A-Z_]+)=", block))
+    assert written == set(local), written  # the block sets exactly these
+    for name, value in local.items():  # a value runs to the next space outside quotes, or the line's end
+        block = re.sub(rf"\b{name}=(\"[^\"]*\"|'[^']*'|\S+)", lambda _: f"{name}={value}", block)
+    shell = subprocess.run(["bash", "-c", block + "\nenv -0"], env={"PATH": os.environ["PATH"]},
+                           capture_output=True, text=True, timeout=30, check=True)
+    environ = dict(item.split("=", 1) for item in shell.stdout.split("\0") if item.startswith("DQ_ALERTS_"))
+    monkeypatch.chdir(tmp_path)
+    for name in local:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    contract = tmp_path / "contracts" / "items.odcs.yaml"
+    contract.parent.mkdir()
+    contract.write_text(CONTRACT.format(hooks=hooks.url, other="https://hooks.evil.example"))
+    (tmp_path / "home").mkdir()
+    instance = dg.DagsterInstance.local_temp(str(tmp_path / "home"))
+    defs = build_contract_defs(contract.parent, contract_jobs=True)
+    sensor = defs.resolve_sensor_def("dq_contracts_alerts")
+    cursor = sensor.evaluate_tick(dg.build_sensor_context(instance=instance)).cursor
+    set_rows("error")
+    defs.resolve_job_def("items__checks").execute_in_process(instance=instance, raise_on_error=False)
+    sensor.evaluate_tick(dg.build_sensor_context(instance=instance, cursor=cursor))
+    told = ["FAIL ERROR items id__not_null"]
+    assert [m["Subject"].removeprefix("[dq_contracts] ") for _, m in mailbox.messages] == told
+    assert hooks.headlines("/slack") == told and hooks.headlines("/teams") == told
+    assert "http://dagster.example:3000/assets/items?view=checks&checkDetail=id__not_null" in \
+        mailbox.messages[0][1].get_content()
