@@ -59,7 +59,10 @@ class PgCluster:
         as_user: list[str] = []
         if os.geteuid() == 0:
             shutil.chown(root, "postgres", "postgres")
-            as_user = ["runuser", "-u", "postgres", "--"]
+            # runuser is in sbin, which a minimal PATH (`env -i PATH=/usr/bin:/bin`) leaves out
+            runuser = shutil.which("runuser") or next(
+                (p for p in ("/usr/sbin/runuser", "/sbin/runuser") if os.access(p, os.X_OK)), "runuser")
+            as_user = [runuser, "-u", "postgres", "--"]
         cluster = cls(root, free_port(), as_user)
         pwfile = root / "pw"
         pwfile.write_text(PASSWORD + "\n")
