@@ -138,6 +138,13 @@ def gc_paused():
             gc.enable()
 
 
+def _not_read(file: str, step: str, exc: Exception) -> Problem:
+    """One contract that dq_contracts itself fails on: its error (the others still load). The
+    message names the exception's kind only: its text may quote the document."""
+    return Problem(file, f"this contract could not be {step}: dq_contracts failed on it ({type(exc).__name__}); "
+                   "the other contracts are not affected. Please report it with the file")
+
+
 def _load_contracts(paths: Iterable[str | os.PathLike[str]], server: str | None,
                     environ: Mapping[str, str] | None, cron_rule: CronRule | None = None) -> LoadResult:
     paths = list(paths)
@@ -148,13 +155,20 @@ def _load_contracts(paths: Iterable[str | os.PathLike[str]], server: str | None,
     compiled: list[tuple[ContractPlan, object]] = []
     valid: list[tuple[ValidatedContract, object]] = []
     for document in documents:
-        validated, found = validate_document(document)
+        try:
+            validated, found = validate_document(document)
+        except Exception as exc:  # a bug met by one contract is that contract's error, not the folder's
+            validated, found = None, [_not_read(document.file, "validated", exc)]
         result.problems.extend(found)
         if validated is not None:
             valid.append((validated, document))
     folder = FolderIndex(v for v, _ in valid)  # relationships may reference another contract's table
     for validated, document in valid:
-        plan, found = compile_contract(validated, folder)
+        try:
+            plan, found = compile_contract(validated, folder)
+        except Exception as exc:
+            result.problems.append(_not_read(document.file, "compiled", exc))
+            continue
         plan = dataclasses.replace(plan, root=_root_of(plan.file, roots))
         result.problems.extend(found)
         compiled.append((plan, document))

@@ -124,7 +124,9 @@ def _numbers(value: Any) -> tuple:
 
 
 def _finite(value: Any) -> bool:
-    return all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in _numbers(value))
+    # an int is finite however long (math.isfinite would convert it to a float, and overflow)
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) and (isinstance(v, int) or math.isfinite(v))
+               for v in _numbers(value))
 
 
 def _bounded_both_ways(conditions: tuple[Condition, ...]) -> bool:
@@ -137,8 +139,12 @@ def _number_text(point: Fraction) -> str:
     """A point exactly as it is: an integer, a float that is the point, else its decimal digits."""
     if point.denominator == 1:
         return str(point.numerator)
-    if Fraction(float(point)) == point:
-        return f"{float(point):g}" if Fraction(float(f"{float(point):g}")) == point else repr(float(point))
+    try:
+        near = float(point)
+    except OverflowError:  # beyond any float: its digits
+        near = None
+    if near is not None and Fraction(near) == point:
+        return f"{near:g}" if Fraction(float(f"{near:g}")) == point else repr(near)
     with localcontext() as exact:
         exact.prec = 60
         return format((Decimal(point.numerator) / Decimal(point.denominator)).normalize(), "f")

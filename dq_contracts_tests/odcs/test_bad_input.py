@@ -98,3 +98,25 @@ def test_cli_plan_json_shape():
     assert orders["freshness"][0]["fail_window_seconds"] == 86400
     assert {s["cron"] for s in orders["schedules"]} == {"0 6 * * *", "0 * * * *"}
     assert data["problems"] == []
+
+
+@pytest.mark.parametrize("step", ["validate_document", "compile_contract"])
+def test_a_contract_dq_contracts_fails_on_is_its_error_and_the_others_load(tmp_path, monkeypatch, step):
+    """One contract's document meeting a bug of ours (an OverflowError, a RecursionError…) is that
+    contract's error, naming the exception's kind only; the folder's other contracts still load."""
+    import dq_contracts.odcs.load as load
+
+    (tmp_path / "good.odcs.yaml").write_text(GOOD.format(id="urn:x:good", table="good"))
+    (tmp_path / "boom.odcs.yaml").write_text(GOOD.format(id="urn:x:boom", table="boom"))
+    real = getattr(load, step)
+
+    def failing(document, *rest):
+        if "boom" in str(getattr(document, "file", "")):
+            raise OverflowError("int too large: 1000000000 (a value of the document)")
+        return real(document, *rest)
+
+    monkeypatch.setattr(load, step, failing)
+    result = load_contracts([tmp_path])
+    assert [p.file.rsplit("/", 1)[-1] for p in result.errors] == ["boom.odcs.yaml"]
+    assert "OverflowError" in result.errors[0].message and "1000000000" not in result.errors[0].message
+    assert [p.file.rsplit("/", 1)[-1] for p in result.usable_plans] == ["good.odcs.yaml"]

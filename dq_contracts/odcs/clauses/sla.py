@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 from dq_contracts.odcs.clauses.nested import declared_shape
@@ -46,7 +47,12 @@ def _latency(c: Clause) -> Outcome:
         return c.skip("not_comparable", f"value {sla.get('value')!r}")
     if c.prop is None:
         return c.skip("unknown_element", repr(sla.get("element")))
-    seconds = float(value) * TIME_UNITS[unit]
+    try:  # a latency beyond any float (a 400-digit integer) is no latency: one contract's, not the folder's
+        seconds = float(value) * TIME_UNITS[unit]
+    except OverflowError:
+        seconds = math.inf
+    if not math.isfinite(seconds):
+        return c.skip("not_comparable", f"value {sla.get('value')!r}: too large for a latency")
     description = f"{c.where()} latency: newest value at most {value} {unit_text} old"
     arguments = dict(rule={"id": sla.get("id")} if sla.get("id") else None,
                      conditions=(Condition("mustBeLessOrEqualTo", seconds),),
