@@ -270,3 +270,74 @@ def test_init_against_a_json_contract_diffs_the_documents(tmp_path):
     proc = _cli(tmp_path, "init", "--against", "c.odcs.json")
     assert proc.returncode == 1 and [line for line in proc.stdout.splitlines()[2:] if line[:1] in "+-"] == [
         "-    required: true"], proc.stdout
+
+
+NAN, INF = float("nan"), float("inf")
+MEASURED = [  # a column, its SQL type, its values (each row twice), what the draft must do with them
+    ("status", "varchar(40)", ["open, chargeback_fraud", "paid", "x]", "?x", "[y", "}"], "valid values"),
+    ("status", "varchar(40)", ["{a: b}", "#c", "&a *b", "'\"", "- x", "a\nb", "null", "1e3", ".nan"], "valid values"),
+    ("salary", "integer", [52000, 251000, 61000], "withheld"),
+    ("birth_date", "date", ["1961-03-14", "1980-06-30"], "withheld"),
+    ("religion", "varchar(20)", ["Jain", "Zoroastrian"], "withheld"),
+    ("diagnosis", "varchar(20)", ["J45.0", "E11.9"], "withheld"),
+    ("x", "double precision", [NAN, 1.5, 2.5], "no bound"),
+    ("x", "double precision", [1.5, INF, -INF], "no bound"),
+    ("x", "double precision", [1.5, 2.5, INF], "minimum only"),
+]
+
+
+@pytest.fixture(params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])
+def warehouse(request, tmp_path):
+    """(URL, the environment check needs) of an empty warehouse."""
+    if request.param == "duckdb":
+        return f"duckdb:///{tmp_path / 'w.duckdb'}", {}
+    url = request.getfixturevalue("pg_database")
+    return str(url), {"DQ_CONTRACTS_WAREHOUSE_URL": str(url)}
+
+
+@pytest.mark.parametrize("column,sql_type,values,what", MEASURED, ids=[f"{c}-{w}" for c, _, _, w in MEASURED])
+def test_init_writes_what_was_measured_and_nothing_personal(tmp_path, warehouse, column, sql_type, values, what):
+    """The table's own text is read back from the draft as it is in the table (one YAML emitter
+    writes it); a personal column's values, range and dates are not in the file; a double's bounds
+    are of its finite values, none a NaN or infinity fails: the draft validates and check passes."""
+    url, env = warehouse
+    engine = sa.create_engine(url)
+    typed = [__import__("datetime").date.fromisoformat(v) if sql_type == "date" else v for v in values]
+    with engine.begin() as c:
+        c.exec_driver_sql(f"CREATE TABLE t (id integer, {column} {sql_type})")
+        c.execute(sa.text("INSERT INTO t VALUES (:i, :v)"), [dict(i=i, v=v) for i, v in enumerate(typed * 2)])
+    engine.dispose()
+    made = _cli(tmp_path, "init", "--url", url, "--table", "t", "--output", "c.odcs.yaml")
+    assert made.returncode == 0, made.stderr
+    text = (tmp_path / "c.odcs.yaml").read_text()
+    prop = yaml.safe_load(text)["schema"][0]["properties"][1]
+    valid = _cli(tmp_path, "validate", "c.odcs.yaml")
+    assert valid.returncode == 0 and "0 error(s)" in valid.stdout, valid.stdout + text
+    checked = _cli(tmp_path, "check", "c.odcs.yaml", env=env)
+    assert checked.returncode == 0, checked.stdout + checked.stderr + text
+    options = prop.get("logicalTypeOptions", {})
+    if what == "valid values":
+        assert prop["quality"][0]["arguments"]["validValues"] == sorted(set(values)), text
+    elif what == "withheld":
+        assert not any(str(v) in text or str(v)[:4] in text for v in values), text
+        assert "logicalTypeOptions" not in prop and "quality" not in prop, text
+    else:  # a double with NaN or an infinity: bounds a value seen fails are not suggested
+        assert options == ({"minimum": 1} if what == "minimum only" else {}), text
+        assert ".nan" not in text.lower() and ".inf" not in text.lower(), text
+
+
+def test_init_against_withholds_what_the_contract_classifies(tmp_path, drawn):
+    """A column the compared contract classifies is read as a personal one: its new values and range
+    are not read, so the diff shows none of them."""
+    source, env, change = drawn
+    assert _cli(tmp_path, "init", *source, "--table", "orders", "--output", "contracts/c.odcs.yaml").returncode == 0
+    contract = tmp_path / "contracts" / "c.odcs.yaml"
+    doc = yaml.safe_load(contract.read_text())
+    for prop in doc["schema"][0]["properties"]:
+        if prop["name"] in ("status", "amount"):
+            prop["classification"] = "restricted"
+    contract.write_text(yaml.safe_dump(doc, sort_keys=False))
+    change("UPDATE orders SET status = 'lost', amount = 5000 WHERE order_id = 2")
+    proc = _cli(tmp_path, "init", *source, "--against", "contracts/c.odcs.yaml")
+    assert "lost" not in proc.stdout and "5000" not in proc.stdout, proc.stdout
+    assert proc.returncode == 0, proc.stdout + proc.stderr
