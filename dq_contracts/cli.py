@@ -325,9 +325,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 def _draw(args: argparse.Namespace) -> int:
     import os
 
-    import sqlalchemy as sa
-
-    from dq_contracts.engine.connections import connection_for
+    from dq_contracts.engine.connections import connection_for, operator_url
     from dq_contracts.engine.draft import url_connection
     from dq_contracts.odcs.declaration import declaration_of
     from dq_contracts.odcs.draft import entry_lines, file_server, server_entry
@@ -346,7 +344,7 @@ def _draw(args: argparse.Namespace) -> int:
         connection = connection_for(server)
         url = connection.url
     else:
-        url = sa.make_url(args.url)
+        url = operator_url(args.url)
     row = server_type_of_dialect(url.get_backend_name())
     kind = args.server_type or (row.names[0] if row is not None else url.get_backend_name())
     schema = args.schema or (row.default_schema if row is not None else None)
@@ -476,8 +474,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # ... except while checking, where an unexpected error may quote a value of the data
         from dq_contracts.engine.results import withheld
 
-        said = (withheld(exc, "dq-contracts check", "it may quote a value of the data") if args.run is cmd_check
-                else f"{type(exc).__name__}: {exc}")
+        said = (withheld(exc, f"dq-contracts {args.command}", "it may quote a value of the data")
+                if args.run in (cmd_check, cmd_init) else f"{type(exc).__name__}: {exc}")
         from dq_contracts.engine.ci_output import Exit
 
         say(f"dq-contracts: internal error: {said}", file=sys.stderr)

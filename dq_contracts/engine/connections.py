@@ -78,7 +78,7 @@ def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None 
         raise EndpointError(f"server {name!r}: {kind}: {row.how}; no check runs against it")
     vouched = declaration.credentials_read_only
     if declaration.url:
-        url = sa.make_url(declaration.url)
+        url = operator_url(declaration.url)
         if not local(kind):
             url = url.update_query_dict(_tls(declaration))
             _agrees(server, url, name, f"{prefix}_URL")
@@ -130,6 +130,23 @@ def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None 
     _vouched_for(url, name, vouched)
     return Connection(url, _schema_of(url, schema), tuple(s for s in (declaration.password,) if s),
                       credentials_read_only=vouched)
+
+
+def operator_url(text: str) -> sa.URL:
+    """The operator's URL; one naming no driver (`postgresql://`) speaks the driver its dialect's row
+    names (psycopg2, as a URL built from `_HOST`…), not SQLAlchemy's default (2.1's is psycopg)."""
+    url = sa.make_url(text)
+    driver = dialect_of(url.get_backend_name()).driver or ""
+    if "+" not in url.drivername and "+" in driver:
+        url = url.set(drivername=f"{url.get_backend_name()}+{driver.split('+', 1)[1]}")
+    return url
+
+
+def endpoint_of(url: sa.URL) -> str:
+    """The endpoint a URL reaches, for a message: its dialect, host, port and database, never its
+    user or password."""
+    place = "".join([url.host or "", f":{url.port}" if url.port else "", f"/{url.database}" if url.database else ""])
+    return f"{url.get_backend_name()} {place}".strip()
 
 
 def _lake_connection(server: Mapping[str, Any], declaration: ServerDeclaration, folder: str | None,

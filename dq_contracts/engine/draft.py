@@ -9,13 +9,15 @@ reader in the same one query. odcs/draft.py writes the document."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any, Collection, Mapping
 
 import sqlalchemy as sa
 
-from dq_contracts.engine.connections import Connection, engine_for
+from dq_contracts.engine.connections import Connection, endpoint_of, engine_for
+from dq_contracts.engine.results import scrub
 from dq_contracts.engine.dialects import dialect_of
 from dq_contracts.engine.schema_check import DESCRIBE_FILES, family_of, logical_mismatch, resolve_types, type_differs
 from dq_contracts.odcs.drift import column_of
@@ -165,14 +167,28 @@ def measure(connection: Connection, tables: list[str], timeout_seconds: float = 
     """Each table measured on one read-only, time-limited session of the connection's engine; with
     `declared` (per table, its properties' declared types: odcs/drift.declared_types), each judged;
     `classified`: per table, the columns the contract classifies (counted only, as personal ones)."""
-    schema, files = connection.schema, connection.files
-    engine = engine_for(connection)
+    schema, files, url, secrets = connection.schema, connection.files, connection.url, connection.secrets
     try:
-        with read_only(engine, timeout_seconds) as connection:
-            return [measure_table(connection, name, schema, files, (declared or {}).get(name),
+        engine = engine_for(connection)
+    except ImportError as exc:  # the URL's driver is not installed
+        raise Unreachable(f"cannot connect to {endpoint_of(url)}: its driver {url.drivername} needs the Python "
+                          f"module {exc.name}, which is not installed here") from None
+    try:
+        with contextlib.ExitStack() as stack:
+            try:
+                session = stack.enter_context(read_only(engine, timeout_seconds))
+            except (sa.exc.DBAPIError, ImportError) as exc:
+                # connecting and beginning read no data: the driver's first line says what failed
+                said = scrub(str(getattr(exc, "orig", None) or exc), secrets) or type(exc).__name__
+                raise Unreachable(f"cannot connect to {endpoint_of(url)}: {said}") from None
+            return [measure_table(session, name, schema, files, (declared or {}).get(name),
                                   (classified or {}).get(name, ())) for name in tables]
     finally:
         engine.dispose()
+
+
+class Unreachable(LookupError):
+    """The endpoint cannot be reached, or its session begun: said with the endpoint, never a password."""
 
 
 def drift(connection: Connection | None, file: str, tables: list[str] | None,

@@ -145,6 +145,12 @@ REFUSED = [  # arguments, what stderr says (exit 1, no traceback)
     (["--path", "/etc/passwd", "--format", "csv", "--table", "orders"], "outside the folders the operator lets"),
     (["--path", "w.duckdb", "--format", "csv", "--url", "duckdb:///w.duckdb", "--table", "orders"],
      "or --path FILES"),
+    # the endpoint said, never its password: a URL naming no driver speaks check's (psycopg2), and a
+    # driver not installed is said as such
+    (["--url", "postgresql://u:hunter2@127.0.0.1:1/db", "--table", "orders"],
+     "cannot connect to postgresql 127.0.0.1:1/db: connection to server at"),
+    (["--url", "postgresql+psycopg://u:hunter2@127.0.0.1:1/db", "--table", "orders"],
+     "cannot connect to postgresql 127.0.0.1:1/db: its driver postgresql+psycopg needs the Python module psycopg"),
 ]
 
 
@@ -155,6 +161,8 @@ def test_init_refusals(tmp_path, args, said):
     engine.dispose()
     proc = _cli(tmp_path, "init", *args)
     assert proc.returncode == 1 and said in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert "internal error" not in proc.stderr and "hunter2" not in proc.stderr and len(
+        proc.stderr.splitlines()) == 1, proc.stderr
 
 
 DRIFTED = [  # a change made to the table, the lines the diff changes (lower case, stripped), the exit code
@@ -341,3 +349,42 @@ def test_init_against_withholds_what_the_contract_classifies(tmp_path, drawn):
     proc = _cli(tmp_path, "init", *source, "--against", "contracts/c.odcs.yaml")
     assert "lost" not in proc.stdout and "5000" not in proc.stdout, proc.stdout
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.postgres
+def test_init_on_postgresql_urls_as_the_readme_writes_them(tmp_path, pg_database):
+    """`postgresql://` (the README's URL, no driver named) draws and checks over psycopg2, as a URL
+    check builds from `_HOST`…; a wrong password is one sentence naming the endpoint, exit 1."""
+    url = sa.make_url(pg_database)
+    engine = sa.create_engine(url)
+    _fill(engine)
+    engine.dispose()
+    bare = url.set(drivername="postgresql").render_as_string(hide_password=False)
+    made = _cli(tmp_path, "init", "--url", bare, "--table", "orders", "--output", "c.odcs.yaml")
+    assert made.returncode == 0, made.stderr
+    checked = _cli(tmp_path, "check", "c.odcs.yaml", env={"DQ_CONTRACTS_WAREHOUSE_URL": bare})
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    wrong = url.set(password="not-the-password").render_as_string(hide_password=False)
+    proc = _cli(tmp_path, "init", "--url", wrong, "--table", "orders")
+    where = f"postgresql {url.host}:{url.port}/{url.database}"
+    assert proc.returncode == 1 and proc.stderr.startswith(f"dq-contracts init: cannot connect to {where}: "), \
+        proc.stderr
+    assert "password authentication failed" in proc.stderr and "not-the-password" not in proc.stderr
+    assert len(proc.stderr.splitlines()) == 1 and "internal error" not in proc.stderr
+
+
+def test_an_unexpected_error_of_init_is_withheld(tmp_path, monkeypatch, capsys):
+    """As check's: an error init did not expect may quote the data, so only its kind is said."""
+    from dq_contracts import cli
+    from dq_contracts.engine import draft
+
+    def failing(*args, **kwargs):
+        raise RuntimeError("invalid input syntax for type integer: '999-88-7777'")
+
+    monkeypatch.setattr(draft, "measure", failing)
+    engine = sa.create_engine(f"duckdb:///{tmp_path / 'w.duckdb'}")
+    _fill(engine)
+    engine.dispose()
+    code = cli.main(["init", "--url", f"duckdb:///{tmp_path / 'w.duckdb'}", "--table", "orders"])
+    err = capsys.readouterr().err
+    assert code == 3 and "999-88-7777" not in err and "RuntimeError in dq-contracts init" in err, err
