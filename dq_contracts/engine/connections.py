@@ -35,7 +35,7 @@ import sqlalchemy as sa
 
 from dq_contracts.engine.dialects import dialect_of, read_only_refusal, send_inline
 from dq_contracts.engine.sessions import CREDENTIALS_READ_ONLY
-from dq_contracts.odcs.servers import (Handling, is_file_server, local, same_type, server_type,
+from dq_contracts.odcs.servers import (Handling, is_file_server, local, same_type, schema_of_server, server_type,
                                       server_type_of_dialect)
 from dq_contracts.odcs.declaration import (ServerDeclaration, declaration_of, default_root, endpoint_disagreements,
                                    env_prefix, inside,
@@ -66,7 +66,7 @@ def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None 
     name = declaration.name
     prefix = env_prefix(name)
     kind = str(server.get("type") or "").lower()
-    schema = server.get("schema")
+    schema = schema_of_server(server) or server.get("schema")  # init --schema: `schema`, whatever the type
     if root is None and folder:
         root = os.path.dirname(os.path.abspath(folder))
     root = default_root(declaration, root, environ)
@@ -199,7 +199,8 @@ def _schema_of(url: sa.URL, schema: Any) -> Any:
     pg_catalog alone (dialects.Dialect.names_need_schema): the default schema of the server type
     speaking the URL's dialect (`public`, `main`) when the contract names none."""
     row = server_type_of_dialect(url.get_backend_name())
-    return schema or (row.default_schema if row is not None else schema)
+    return schema or dialect_of(url.get_backend_name()).url_schema(url) or (
+        row.default_schema if row is not None else schema)
 
 
 def _vouched_for(url: sa.URL, name: str, vouched: bool) -> None:

@@ -265,9 +265,12 @@ def server_entry(url: Any, schema: str | None, server_type: str, database_path: 
             if parts[part] and part not in used:
                 fields.append((key, parts[part]))
                 used.add(part)
-    if schema and "schema" in server_fields(server_type):
-        fields.append(("schema", schema))
-    return entry_lines(dict(fields))
+    row = server_type_row(server_type)
+    key = row.schema_key if row is not None else "schema"  # a Hive server's schema is its `database`
+    entry = dict(fields)
+    if schema and key in server_fields(server_type):
+        entry[key] = schema
+    return entry_lines(entry)
 
 
 def server_fields(server_type: str) -> set[str]:
