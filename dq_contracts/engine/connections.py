@@ -145,7 +145,8 @@ def operator_url(text: str) -> sa.URL:
 def endpoint_of(url: sa.URL) -> str:
     """The endpoint a URL reaches, for a message: its dialect, host, port and database, never its
     user or password."""
-    place = "".join([url.host or "", f":{url.port}" if url.port else "", f"/{url.database}" if url.database else ""])
+    host = f"{url.host}{f':{url.port}' if url.port else ''}/" if url.host else ""
+    place = f"{host}{url.database or ''}".rstrip("/")
     return f"{url.get_backend_name()} {place}".strip()
 
 
@@ -234,7 +235,11 @@ def _tls(declaration: ServerDeclaration) -> dict[str, str]:
 
 def _agrees(server: Mapping[str, Any], url: sa.URL, name: str, declared: str) -> None:
     """A host, port or database the contract names must be the operator's: else no connection."""
-    for key, theirs, ours in endpoint_disagreements(server, url.host, url.port, url.database):
+    catalog = dialect_of(url.get_backend_name()).url_catalog(url)
+    disagree = endpoint_disagreements(server, url.host, url.port, url.database)
+    if catalog and server.get("catalog") and str(server["catalog"]).strip().lower() != str(catalog).strip().lower():
+        disagree.append(("catalog", server["catalog"], catalog))
+    for key, theirs, ours in disagree:
         raise EndpointError(f"server {name!r}: the contract says {key} {theirs!r}, the operator's {declared} "
                             f"says {ours!r}; not connecting (make them agree, or leave {key} out of the "
                             "contract)")

@@ -1,9 +1,11 @@
 """What `dq-contracts init` measures of an existing table: its columns as the catalog spells their
 types (the schema check's read, engine/dialects.py `catalog_columns`) and, in one aggregate scan per
 table on the read-only, time-limited session `check` uses (engine/sessions.py): rows, and per column
-its NULLs, exact distinct count, range (numbers, dates, timestamps) and longest text. Only a text
-column with few distinct values whose name does not suggest personal data has its values read (one
-bounded DISTINCT query): nothing else of the data leaves the warehouse. Files (a file server's
+its NULLs, exact distinct count, range (numbers, dates, timestamps; a number's of its finite values,
+its NaNs and infinities counted) and longest text. A column whose name suggests personal data, or
+that the contract compared with classifies, has its counts alone measured. Only a text column with
+few distinct values and neither has its values read (one bounded DISTINCT query): nothing else of
+the data leaves the warehouse. Files (a file server's
 Files) are read as `check` reads them: their columns as DuckDB's reader types them, scanned by that
 reader in the same one query. odcs/draft.py writes the document."""
 
@@ -17,7 +19,8 @@ from typing import Any, Collection, Mapping
 import sqlalchemy as sa
 
 from dq_contracts.engine.connections import Connection, endpoint_of, engine_for
-from dq_contracts.engine.results import scrub
+from dq_contracts.engine.results import StatementTimeout, scrub
+from dq_contracts.engine.results import withheld as kind_of_error
 from dq_contracts.engine.dialects import dialect_of
 from dq_contracts.engine.schema_check import DESCRIBE_FILES, family_of, logical_mismatch, resolve_types, type_differs
 from dq_contracts.odcs.drift import column_of
@@ -173,6 +176,7 @@ def measure(connection: Connection, tables: list[str], timeout_seconds: float = 
     except ImportError as exc:  # the URL's driver is not installed
         raise Unreachable(f"cannot connect to {endpoint_of(url)}: its driver {url.drivername} needs the Python "
                           f"module {exc.name}, which is not installed here") from None
+    measured: list[TableMeasure] = []
     try:
         with contextlib.ExitStack() as stack:
             try:
@@ -181,8 +185,15 @@ def measure(connection: Connection, tables: list[str], timeout_seconds: float = 
                 # connecting and beginning read no data: the driver's first line says what failed
                 said = scrub(str(getattr(exc, "orig", None) or exc), secrets) or type(exc).__name__
                 raise Unreachable(f"cannot connect to {endpoint_of(url)}: {said}") from None
-            return [measure_table(session, name, schema, files, (declared or {}).get(name),
-                                  (classified or {}).get(name, ())) for name in tables]
+            for name in tables:
+                measured.append(measure_table(session, name, schema, files, (declared or {}).get(name),
+                                              (classified or {}).get(name, ())))
+            return measured
+    except StatementTimeout as exc:
+        raise Unreachable(f"table {tables[len(measured)]} on {endpoint_of(url)}: {exc}") from None
+    except sa.exc.DBAPIError as exc:  # a scan the database refused (a grant, a bad value): its message may quote data
+        raise Unreachable(f"table {tables[len(measured)]} on {endpoint_of(url)} cannot be measured: "
+                          f"{kind_of_error(exc, 'its scan', 'it may quote a value of the data')}") from None
     finally:
         engine.dispose()
 

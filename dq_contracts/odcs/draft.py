@@ -1,8 +1,10 @@
 """The draft contract `dq-contracts init` writes (engine/draft.py measures the tables): ODCS v3.1.0
 YAML with one schema object per table, each property's `physicalType` as the engine spells it and its
 `logicalType` from the type's family, and suggested clauses, each marked by a comment saying what was
-measured. Every value is written by yaml.safe_dump (never quoted by hand); the server entry has the
-URL's endpoint, never its user or password. Pure: it reads the measures as plain attributes."""
+measured. Every value is written by one YAML emitter (`_y`: yaml's, a list as one flow sequence,
+read back before it is written; never quoted or joined by hand), every comment as printable ASCII;
+the server entry has the URL's endpoint, never its user or password. Pure: it reads the measures as
+plain attributes."""
 
 from __future__ import annotations
 

@@ -127,3 +127,13 @@ def test_the_schema_and_driver_a_server_reads_with(server, url, schema, driver):
     connection = connection_for({"server": "w", **server}, {"DQ_CONTRACTS_W_URL": url,
                                                             "DQ_CONTRACTS_W_READ_ONLY": "true"})
     assert (connection.schema, connection.url.drivername) == (schema, driver)
+
+
+def test_a_databricks_server_naming_another_catalog_than_the_operators_is_refused():
+    """Its tables would be read in the URL's catalog, not the one the contract names."""
+    from dq_contracts.engine.connections import EndpointError
+
+    environ = {"DQ_CONTRACTS_W_URL": DATABRICKS, "DQ_CONTRACTS_W_READ_ONLY": "true"}
+    assert connection_for({"server": "w", "type": "databricks", "catalog": "MAIN"}, environ).schema == "from_url"
+    with pytest.raises(EndpointError, match="the contract says catalog 'prod'"):
+        connection_for({"server": "w", "type": "databricks", "catalog": "prod"}, environ)

@@ -388,3 +388,19 @@ def test_an_unexpected_error_of_init_is_withheld(tmp_path, monkeypatch, capsys):
     code = cli.main(["init", "--url", f"duckdb:///{tmp_path / 'w.duckdb'}", "--table", "orders"])
     err = capsys.readouterr().err
     assert code == 3 and "999-88-7777" not in err and "RuntimeError in dq-contracts init" in err, err
+
+
+def test_a_scan_the_database_refuses_is_said_without_its_message(tmp_path, warehouse):
+    """A view whose scan fails on a value: the database's message would quote it, so init says the
+    table, the endpoint and the error's kind, exit 1 (not an internal error)."""
+    url, _ = warehouse
+    engine = sa.create_engine(url)
+    with engine.begin() as c:
+        c.exec_driver_sql("CREATE TABLE t (s varchar(20))")
+        c.exec_driver_sql("INSERT INTO t VALUES ('999-88-7777')")
+        c.exec_driver_sql("CREATE VIEW v AS SELECT CAST(s AS integer) AS n FROM t")
+    engine.dispose()
+    proc = _cli(tmp_path, "init", "--url", url, "--table", "v")
+    assert proc.returncode == 1 and "999-88-7777" not in proc.stderr and "internal error" not in proc.stderr
+    assert proc.stderr.startswith("dq-contracts init: table v on ") and "cannot be measured" in proc.stderr, \
+        proc.stderr
