@@ -171,6 +171,8 @@ def _property(column: Any, rows: int, table: Any) -> list[str]:
     hidden = withheld(column)
     if hidden:  # counts alone: no range, date, length or value of it
         out.append(f"        {_marked(f'no value, range or length of it is read or written: {hidden}')}")
+        if personal(column.name):  # classified, check takes no sample of it either
+            out.append(f"        classification: pii  {_marked('so that check shows no value of it')}")
     if rows and column.nulls == 0:
         out.append(f"        required: true  {_marked(f'no NULL in {rows} row(s)')}")
     unique = rows and column.distinct == rows and column.nulls == 0

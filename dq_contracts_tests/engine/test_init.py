@@ -329,6 +329,7 @@ def test_init_writes_what_was_measured_and_nothing_personal(tmp_path, warehouse,
     elif what == "withheld":
         assert not any(str(v) in text or str(v)[:4] in text for v in values), text
         assert "logicalTypeOptions" not in prop and "quality" not in prop, text
+        assert prop["classification"] == "pii", text  # check shows no sample of it either
     else:  # a double with NaN or an infinity: bounds a value seen fails are not suggested
         assert options == ({"minimum": 1} if what == "minimum only" else {}), text
         assert ".nan" not in text.lower() and ".inf" not in text.lower(), text

@@ -62,7 +62,7 @@ SUGGESTED = [  # column, the property's keys expected (beyond name/physical*/log
     (_column("id", "integer", distinct=3, minimum=1, maximum=3), {"required", "primaryKey", "logicalTypeOptions"}),
     (_column("code", "string", distinct=3, max_length=4), {"required", "unique", "logicalTypeOptions"}),
     (_column("note", "string", nulls=1, distinct=1, max_length=2, values=["x"]), {"logicalTypeOptions", "quality"}),
-    (_column("email", "string", distinct=1, max_length=9, values=["a@b.io"]), {"required"}),
+    (_column("email", "string", distinct=1, max_length=9, values=["a@b.io"]), {"required", "classification"}),
     (_column("d", "date", distinct=2, minimum=dt.date(2025, 3, 4), maximum=dt.date(2026, 1, 1)),
      {"required", "logicalTypeOptions"}),
 ]
@@ -216,6 +216,8 @@ def test_a_personal_columns_values_are_not_written(column):
     assert "logicalTypeOptions" not in prop and "slaProperties" not in doc
     assert [r["metric"] for r in prop.get("quality", [])] in ([], ["nullValues"])
     assert "no value, range or length of it is read or written" in text
+    # classified, so that check takes no sample of it (one the compared contract classifies is already)
+    assert prop.get("classification") == ("pii" if personal(column.name) else None)
 
 
 BOUNDS = [  # finite range, NaNs, -Infinity, +Infinity seen → the bounds suggested
