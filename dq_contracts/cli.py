@@ -343,9 +343,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 def _draw(args: argparse.Namespace) -> int:
     import os
 
-    import sqlalchemy as sa
-
-    from dq_contracts.engine.connections import connection_for
+    from dq_contracts.engine.connections import connection_for, operator_url
     from dq_contracts.engine.draft import url_connection
     from dq_contracts.odcs.declaration import declaration_of
     from dq_contracts.odcs.draft import entry_lines, file_server, server_entry
@@ -364,7 +362,7 @@ def _draw(args: argparse.Namespace) -> int:
         connection = connection_for(server)
         url = connection.url
     else:
-        url = sa.make_url(args.url)
+        url = operator_url(args.url)
         if url.get_backend_name() == "duckdb" and url.database in (None, "", ":memory:"):
             # read-only, DuckDB refuses an in-memory database with an error that reads as our own bug
             raise ValueError(f"{args.url}: init reads a DuckDB file, duckdb:///path/to/file.duckdb; "
@@ -504,8 +502,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # ... except while checking, where an unexpected error may quote a value of the data
         from dq_contracts.engine.results import withheld
 
-        said = (withheld(exc, "dq-contracts check", "it may quote a value of the data") if args.run is cmd_check
-                else f"{type(exc).__name__}: {exc}")
+        said = (withheld(exc, f"dq-contracts {args.command}", "it may quote a value of the data")
+                if args.run in (cmd_check, cmd_init) else f"{type(exc).__name__}: {exc}")
         from dq_contracts.engine.ci_output import Exit
 
         say(f"dq-contracts: internal error: {said}", file=sys.stderr)

@@ -36,7 +36,7 @@ import sqlalchemy as sa
 from dq_contracts.engine.dialect_duckdb import literal_values
 from dq_contracts.engine.dialects import dialect_of, read_only_refusal
 from dq_contracts.engine.sessions import CREDENTIALS_READ_ONLY
-from dq_contracts.odcs.servers import (Handling, is_file_server, local, same_type, server_type,
+from dq_contracts.odcs.servers import (Handling, is_file_server, local, same_type, schema_of_server, server_type,
                                       server_type_of_dialect)
 from dq_contracts.odcs.declaration import (ServerDeclaration, declaration_of, default_root, endpoint_disagreements,
                                    env_prefix, inside,
@@ -67,7 +67,7 @@ def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None 
     name = declaration.name
     prefix = env_prefix(name)
     kind = str(server.get("type") or "").lower()
-    schema = server.get("schema")
+    schema = schema_of_server(server) or server.get("schema")  # init --schema: `schema`, whatever the type
     if root is None and folder:
         root = os.path.dirname(os.path.abspath(folder))
     root = default_root(declaration, root, environ)
@@ -79,7 +79,7 @@ def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None 
         raise EndpointError(f"server {name!r}: {kind}: {row.how}; no check runs against it")
     vouched = declaration.credentials_read_only
     if declaration.url:
-        url = sa.make_url(declaration.url)
+        url = operator_url(declaration.url)
         if not local(kind):
             url = url.update_query_dict(_tls(declaration))
             _agrees(server, url, name, f"{prefix}_URL")
@@ -133,6 +133,24 @@ def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None 
                       credentials_read_only=vouched)
 
 
+def operator_url(text: str) -> sa.URL:
+    """The operator's URL; one naming no driver (`postgresql://`) speaks the driver its dialect's row
+    names (psycopg2, as a URL built from `_HOST`…), not SQLAlchemy's default (2.1's is psycopg)."""
+    url = sa.make_url(text)
+    driver = dialect_of(url.get_backend_name()).driver or ""
+    if "+" not in url.drivername and "+" in driver:
+        url = url.set(drivername=f"{url.get_backend_name()}+{driver.split('+', 1)[1]}")
+    return url
+
+
+def endpoint_of(url: sa.URL) -> str:
+    """The endpoint a URL reaches, for a message: its dialect, host, port and database, never its
+    user or password."""
+    host = f"{url.host}{f':{url.port}' if url.port else ''}/" if url.host else ""
+    place = f"{host}{url.database or ''}".rstrip("/")
+    return f"{url.get_backend_name()} {place}".strip()
+
+
 def _lake_connection(server: Mapping[str, Any], declaration: ServerDeclaration, folder: str | None,
                      root: str | None) -> Connection:
     """A lake server: an in-memory DuckDB session in which its tables are registered (engine/lake.py).
@@ -183,7 +201,8 @@ def _schema_of(url: sa.URL, schema: Any) -> Any:
     pg_catalog alone (dialects.Dialect.names_need_schema): the default schema of the server type
     speaking the URL's dialect (`public`, `main`) when the contract names none."""
     row = server_type_of_dialect(url.get_backend_name())
-    return schema or (row.default_schema if row is not None else schema)
+    return schema or dialect_of(url.get_backend_name()).url_schema(url) or (
+        row.default_schema if row is not None else schema)
 
 
 def _vouched_for(url: sa.URL, name: str, vouched: bool) -> None:
@@ -217,7 +236,11 @@ def _tls(declaration: ServerDeclaration) -> dict[str, str]:
 
 def _agrees(server: Mapping[str, Any], url: sa.URL, name: str, declared: str) -> None:
     """A host, port or database the contract names must be the operator's: else no connection."""
-    for key, theirs, ours in endpoint_disagreements(server, url.host, url.port, url.database):
+    catalog = dialect_of(url.get_backend_name()).url_catalog(url)
+    disagree = endpoint_disagreements(server, url.host, url.port, url.database)
+    if catalog and server.get("catalog") and str(server["catalog"]).strip().lower() != str(catalog).strip().lower():
+        disagree.append(("catalog", server["catalog"], catalog))
+    for key, theirs, ours in disagree:
         raise EndpointError(f"server {name!r}: the contract says {key} {theirs!r}, the operator's {declared} "
                             f"says {ours!r}; not connecting (make them agree, or leave {key} out of the "
                             "contract)")

@@ -387,6 +387,12 @@ class Dialect:
     # statements sent with their values as literals (dialect_duckdb.literal_values), where binding
     # parameters costs the client more than rendering them (DuckDB's imports pandas)
     inline_values: bool
+    # the schema the operator's URL itself names (a Spark URL's database, Databricks' `schema=`): what
+    # a bare name means where the contract's server names none; None: the type's default schema
+    url_schema: Callable[[sa.URL], str | None] = lambda url: None
+    # the catalog the operator's URL reads (Databricks' `catalog=`): a contract's server naming another is
+    # refused (connections._agrees), since its tables would be read in the URL's
+    url_catalog: Callable[[sa.URL], str | None] = lambda url: None
 
 
 GENERIC = Dialect(
@@ -474,8 +480,11 @@ DIALECTS: dict[str, Dialect] = {
         # Spark cannot then resolve the samples' ORDER BY over the GROUP BY of that expression
         binary_text=None, nan=_is_nan("isnan"), catalog_columns=spark.catalog_columns,
         type_spellings={**TYPE_SPELLINGS, **spark.SPELLINGS}, distinct_counts_per_statement=50,
-        field_access=nested.field_of, unnest=_called("explode"), json=None)
-       for name in ("hive", "databricks")},
+        field_access=nested.field_of, unnest=_called("explode"), json=None, url_schema=url_schema,
+        url_catalog=url_catalog)
+       for name, url_schema, url_catalog in (
+           ("hive", lambda url: url.database, lambda url: None),
+           ("databricks", lambda url: url.query.get("schema"), lambda url: url.query.get("catalog")))},
 }
 
 

@@ -1,26 +1,31 @@
 """What `dq-contracts init` measures of an existing table: its columns as the catalog spells their
 types (the schema check's read, engine/dialects.py `catalog_columns`) and, in one aggregate scan per
 table on the read-only, time-limited session `check` uses (engine/sessions.py): rows, and per column
-its NULLs, exact distinct count, range (numbers, dates, timestamps) and longest text. Only a text
-column with few distinct values whose name does not suggest personal data has its values read (one
-bounded DISTINCT query): nothing else of the data leaves the warehouse. Files (a file server's
+its NULLs, exact distinct count, range (numbers, dates, timestamps; a number's of its finite values,
+its NaNs and infinities counted) and longest text. A column whose name suggests personal data, or
+that the contract compared with classifies, has its counts alone measured. Only a text column with
+few distinct values and neither has its values read (one bounded DISTINCT query): nothing else of
+the data leaves the warehouse. Files (a file server's
 Files) are read as `check` reads them: their columns as DuckDB's reader types them, scanned by that
 reader in the same one query. odcs/draft.py writes the document."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Collection, Mapping
 
 import sqlalchemy as sa
 
-from dq_contracts.engine.connections import Connection, engine_for
+from dq_contracts.engine.connections import Connection, endpoint_of, engine_for
+from dq_contracts.engine.results import StatementTimeout, scrub
+from dq_contracts.engine.results import withheld as kind_of_error
 from dq_contracts.engine.dialects import dialect_of
 from dq_contracts.engine.schema_check import DESCRIBE_FILES, family_of, logical_mismatch, resolve_types, type_differs
 from dq_contracts.odcs.drift import column_of
 from dq_contracts.engine.sessions import DEFAULT_TIMEOUT_SECONDS, read_only
-from dq_contracts.odcs.draft import FEW_VALUES, few_values, personal
+from dq_contracts.odcs.draft import FEW_VALUES, few_values, withheld
 
 # the families whose values compare (a range is measured) and whose distinct values can be counted
 RANGED = ("integer", "number", "date", "timestamp")
@@ -38,6 +43,10 @@ class ColumnMeasure:
     maximum: Any = None
     max_length: int | None = None
     values: list[str] | None = None  # a low-cardinality text column's values (never a personal one's)
+    nans: int = 0  # a number column's NaNs, -Infinity and +Infinity: its range is of its finite values
+    below: int = 0
+    above: int = 0
+    withheld: str | None = None  # why nothing but counts is read of it (odcs/draft.withheld)
 
 
 @dataclass
@@ -50,16 +59,29 @@ class TableMeasure:
     measured_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
 
 
-def _measures(column: ColumnMeasure, value: sa.ColumnElement, length) -> list[tuple[str, Any]]:
-    """(what, SQL expression) of one column, as labels of the table's one scan."""
+def _measures(column: ColumnMeasure, value: sa.ColumnElement, row: Any) -> list[tuple[str, Any]]:
+    """(what, SQL expression) of one column, as labels of the table's one scan: of a withheld one
+    (personal, classified), counts alone."""
     out = [("count", sa.func.count(value))]
     if column.family in COUNTED:
         out.append(("distinct", sa.func.count(sa.distinct(value))))
+    if column.withheld:
+        return out
+    if column.family == "number" and row.nan is not None:
+        # x - x is 0 for every finite number, NaN for NaN and ±Infinity (as check_kinds' multipleOf):
+        # the range is of the finite values, and the others are counted, since each fails a bound
+        finite, nan = (value - value) == 0, row.nan(value)
+        odd = sa.and_(sa.not_(finite), sa.not_(nan))
+        return out + [("minimum", sa.func.min(sa.case((finite, value)))),
+                      ("maximum", sa.func.max(sa.case((finite, value)))),
+                      ("nans", sa.func.count(sa.case((nan, 1)))),
+                      ("below", sa.func.count(sa.case((sa.and_(odd, value < 0), 1)))),
+                      ("above", sa.func.count(sa.case((sa.and_(odd, value > 0), 1))))]
     if column.family in RANGED:
         out += [("minimum", sa.func.min(value)), ("maximum", sa.func.max(value))]
     if column.family == "string":
         # as the maxLength check measures it: the value cast to text (a uuid has no length of its own)
-        out.append(("max_length", sa.func.max(length(sa.cast(value, sa.String)))))
+        out.append(("max_length", sa.func.max(row.length(sa.cast(value, sa.String)))))
     return out
 
 
@@ -106,21 +128,29 @@ def _verdicts(connection: sa.Connection, catalog: list[dict], columns: list[Colu
 
 
 def measure_table(connection: sa.Connection, name: str, schema: str | None, files: Any = None,
-                  declared: Mapping[str, tuple[Any, Any]] | None = None) -> TableMeasure:
+                  declared: Mapping[str, tuple[Any, Any]] | None = None,
+                  classified: Collection[str] = ()) -> TableMeasure:
+    """`classified`: the columns (as the contract names them) the contract compared with classifies."""
     row = dialect_of(connection.dialect.name)
     catalog, table = _source(connection, name, schema, files)
     columns = [ColumnMeasure(str(c["name"]), str(c["type_text"]), family_of(str(c["type_text"]))) for c in catalog]
+    for key in classified:
+        column = column_of(columns, key)
+        if column is not None:
+            column.withheld = "the contract classifies it"
+    for column in columns:
+        column.withheld = withheld(column)
     labels: list[sa.ColumnElement] = [sa.func.count().label("rows")]
     for i, column in enumerate(columns):
-        labels += [expr.label(f"c{i}_{what}") for what, expr in _measures(column, table.c[column.name], row.length)]
+        labels += [expr.label(f"c{i}_{what}") for what, expr in _measures(column, table.c[column.name], row)]
     found = connection.execute(sa.select(*labels).select_from(table)).mappings().one()
     measured = TableMeasure(name, int(found["rows"]), columns)
     for i, column in enumerate(columns):
         column.nulls = measured.rows - int(found[f"c{i}_count"])
-        for what in ("distinct", "minimum", "maximum", "max_length"):
+        for what in ("distinct", "minimum", "maximum", "max_length", "nans", "below", "above"):
             if f"c{i}_{what}" in found:
                 setattr(column, what, found[f"c{i}_{what}"])
-        if column.family == "string" and few_values(column.distinct, measured.rows) and not personal(column.name):
+        if column.family == "string" and few_values(column.distinct, measured.rows) and not column.withheld:
             value = table.c[column.name]
             query = sa.select(value).where(value.isnot(None)).distinct().limit(FEW_VALUES + 1)
             column.values = sorted(str(v) for v in connection.execute(query).scalars())
@@ -135,16 +165,41 @@ def url_connection(url: sa.URL, schema: str | None) -> Connection:
 
 
 def measure(connection: Connection, tables: list[str], timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
-            declared: Mapping[str, Mapping[str, tuple[Any, Any]]] | None = None) -> list[TableMeasure]:
+            declared: Mapping[str, Mapping[str, tuple[Any, Any]]] | None = None,
+            classified: Mapping[str, Collection[str]] | None = None) -> list[TableMeasure]:
     """Each table measured on one read-only, time-limited session of the connection's engine; with
-    `declared` (per table, its properties' declared types: odcs/drift.declared_types), each judged."""
-    schema, files = connection.schema, connection.files
-    engine = engine_for(connection)
+    `declared` (per table, its properties' declared types: odcs/drift.declared_types), each judged;
+    `classified`: per table, the columns the contract classifies (counted only, as personal ones)."""
+    schema, files, url, secrets = connection.schema, connection.files, connection.url, connection.secrets
     try:
-        with read_only(engine, timeout_seconds) as connection:
-            return [measure_table(connection, name, schema, files, (declared or {}).get(name)) for name in tables]
+        engine = engine_for(connection)
+    except ImportError as exc:  # the URL's driver is not installed
+        raise Unreachable(f"cannot connect to {endpoint_of(url)}: its driver {url.drivername} needs the Python "
+                          f"module {exc.name}, which is not installed here") from None
+    measured: list[TableMeasure] = []
+    try:
+        with contextlib.ExitStack() as stack:
+            try:
+                session = stack.enter_context(read_only(engine, timeout_seconds))
+            except (sa.exc.DBAPIError, ImportError) as exc:
+                # connecting and beginning read no data: the driver's first line says what failed
+                said = scrub(str(getattr(exc, "orig", None) or exc), secrets) or type(exc).__name__
+                raise Unreachable(f"cannot connect to {endpoint_of(url)}: {said}") from None
+            for name in tables:
+                measured.append(measure_table(session, name, schema, files, (declared or {}).get(name),
+                                              (classified or {}).get(name, ())))
+            return measured
+    except StatementTimeout as exc:
+        raise Unreachable(f"table {tables[len(measured)]} on {endpoint_of(url)}: {exc}") from None
+    except sa.exc.DBAPIError as exc:  # a scan the database refused (a grant, a bad value): its message may quote data
+        raise Unreachable(f"table {tables[len(measured)]} on {endpoint_of(url)} cannot be measured: "
+                          f"{kind_of_error(exc, 'its scan', 'it may quote a value of the data')}") from None
     finally:
         engine.dispose()
+
+
+class Unreachable(LookupError):
+    """The endpoint cannot be reached, or its session begun: said with the endpoint, never a password."""
 
 
 def drift(connection: Connection | None, file: str, tables: list[str] | None,
@@ -157,7 +212,7 @@ def drift(connection: Connection | None, file: str, tables: list[str] | None,
     from pathlib import Path
 
     from dq_contracts.engine.connections import connection_for
-    from dq_contracts.odcs.drift import declared_types, drift_diff, objects_of, table_of
+    from dq_contracts.odcs.drift import classified_keys, declared_types, drift_diff, objects_of, table_of
     from dq_contracts.odcs.loader import read_document
     from dq_contracts.odcs.servers import checkable, is_file_server
 
@@ -176,6 +231,7 @@ def drift(connection: Connection | None, file: str, tables: list[str] | None,
     if not tables:
         raise ValueError(f"--against {file}: no schema object names a table; give --table NAME")
     declared = {t: declared_types(document.data, t) for t in tables}
-    measured = measure(connection, tables, timeout_seconds, declared)
+    classified = {t: classified_keys(document.data, t) for t in tables}
+    measured = measure(connection, tables, timeout_seconds, declared, classified)
     return drift_diff(document.text, document.data, measured, {t.name: t.verdicts for t in measured}, file,
                       object_type, document.is_json)

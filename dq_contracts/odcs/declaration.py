@@ -35,7 +35,7 @@ from typing import Any, Mapping
 from urllib.parse import unquote, urlsplit
 
 from dq_contracts.odcs.servers import (ENDPOINT, FORMAT_EXTENSIONS, is_file_server, lake_format, lake_location, local,
-                                      same_type, server_type)
+                                      same_type, schema_of_server, server_type)
 
 # (field, the variable's suffix, how a list is split: None for one value)
 FIELDS: tuple[tuple[str, str, str | None], ...] = (
@@ -386,7 +386,7 @@ def schema_refusals(server: Mapping[str, Any], declaration: ServerDeclaration, p
     catalog than the server's: its checks would read a table the operator never offered. Allowed
     only for the schemas the operator lists (`_SCHEMAS`)."""
     row = server_type(kind)
-    own = str(server.get("schema") or (row.default_schema if row is not None else None) or "").lower()
+    own = str(schema_of_server(server) or (row.default_schema if row is not None else None) or "").lower()
     allowed = {own, *(s.strip().lower() for s in declaration.schemas)}
     found = []
     for physical in physical_names:

@@ -57,6 +57,22 @@ def declared_types(document: Any, table: str) -> dict[str, tuple[Any, Any]]:
             for p in (properties if isinstance(properties, list) else []) if isinstance(p, dict)}
 
 
+def classified_keys(document: Any, table: str) -> set[str]:
+    """The columns the object naming `table` classifies (its own `classification`, or a field's or
+    item's below it, as plans.ColumnPlan.classified judges): init reads and writes no value of them."""
+    from dq_contracts.odcs.plans import CLASSIFIED
+
+    def classifies(node: Any) -> bool:
+        if isinstance(node, list):
+            return any(map(classifies, node))
+        return isinstance(node, dict) and (str(node.get("classification") or "").strip().lower() in CLASSIFIED
+                                           or any(classifies(node.get(k)) for k in ("properties", "items")))
+
+    obj = next((o for o in objects_of(document) if table_of(o) == table), None)
+    properties = obj.get("properties") if obj else None
+    return {key_of(p) for p in (properties if isinstance(properties, list) else []) if classifies(p)}
+
+
 def _number(value: Any) -> bool:
     return isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from dq_contracts.odcs.closed_sets import StrEnum
 
@@ -46,6 +47,9 @@ class ServerType:
     # the server's ODCS fields that name the endpoint, each compared with a part of the operator's
     # (`host`, `port`, `database`): a contract naming another is refused (declaration.endpoint_disagreements)
     endpoint: tuple[tuple[str, str], ...]
+    # the server's ODCS field naming the schema a bare table name is in: an ODCS Hive server has no
+    # `schema`, its `database` is Spark's database (a schema)
+    schema_key: str = "schema"
 
 
 ENDPOINT = (("host", "host"), ("port", "port"), ("database", "database"))
@@ -54,9 +58,9 @@ ENDPOINT = (("host", "host"), ("port", "port"), ("database", "database"))
 def _sql(names: tuple[str, ...], sqlglot: str | None, how: str, *, handling: Handling = Handling.UNTESTED,
          dialect: str | None = None, default_schema: str | None = None, case_sensitive: bool = False,
          database_file: bool = False, extra: str | None = None,
-         endpoint: tuple[tuple[str, str], ...] = ENDPOINT) -> ServerType:
+         endpoint: tuple[tuple[str, str], ...] = ENDPOINT, schema_key: str = "schema") -> ServerType:
     return ServerType(names, False, dialect, sqlglot, default_schema, case_sensitive, database_file, handling,
-                      how, extra, endpoint)
+                      how, extra, endpoint, schema_key)
 
 
 def _not_enforced(name: str, why: str) -> ServerType:
@@ -120,7 +124,7 @@ SERVER_TYPES: tuple[ServerType, ...] = (
     # a Spark (or Hive) server reached through its Thrift server, in Spark's SQL
     _sql(("hive",), "spark", "Spark 4 (pyspark's Thrift server, PyHive), a server the tests start: time-limited "
          "by its query timeout, not read-only, so a contract's SQL rule runs only on `_READ_ONLY`",
-         handling=Handling.RUN, dialect="hive", default_schema="default", extra="spark"),
+         handling=Handling.RUN, dialect="hive", default_schema="default", extra="spark", schema_key="database"),
     *(_sql((name,), None, _URL_ONLY) for name in ("vertica", "db2", "athena", "synapse", "impala", "exasol",
                                                   "teradata", "hana", "denodo", "dremio", "informix", "ingres",
                                                   "vectorwise", "zen")),
@@ -161,6 +165,12 @@ def server_type(name: object) -> ServerType | None:
     """The row of an ODCS type name, in any case; None for a name that is no ODCS type (every ODCS
     type has a row, even those no check runs against: its `handling` says so)."""
     return _BY_NAME.get(str(name or "").strip().lower())
+
+
+def schema_of_server(server: Any) -> Any:
+    """The schema a server entry names for its bare table names (its type's `schema_key`), or None."""
+    row = server_type(server.get("type"))
+    return server.get(row.schema_key if row is not None else "schema")
 
 
 def local(server_type_name: object) -> bool:

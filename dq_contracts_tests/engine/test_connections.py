@@ -150,3 +150,36 @@ def test_a_duckdb_statement_is_compiled_once_and_sent_with_its_values_as_literal
         assert compiled == []  # from SQLAlchemy's cache, its value rendered at execution: not compiled again
     assert not any(sent), [p for p in sent if p]
     engine.dispose()
+
+
+DATABRICKS = "databricks://token:t@h.cloud?http_path=/sql/1&catalog=main&schema=from_url"
+SCHEMAS = [  # the server entry, the operator's URL → the schema a bare table name is read in, the driver
+    ({"type": "hive", "database": "sales"}, "hive://127.0.0.1:10000", "sales", "hive"),  # ODCS: no `schema`
+    ({"type": "hive"}, "hive://127.0.0.1:10000/sales", "sales", "hive"),
+    ({"type": "hive", "database": "sales"}, "hive://127.0.0.1:10000/sales", "sales", "hive"),
+    ({"type": "hive"}, "hive://127.0.0.1:10000", "default", "hive"),
+    ({"type": "databricks", "schema": "s"}, DATABRICKS, "s", "databricks"),
+    ({"type": "databricks"}, DATABRICKS, "from_url", "databricks"),
+    # a URL naming no driver speaks its row's (psycopg2, pymysql), not SQLAlchemy's default
+    ({"type": "postgres"}, "postgresql://u:pw@db/wh", "public", "postgresql+psycopg2"),
+    ({"type": "postgres"}, "postgresql+psycopg2://u:pw@db/wh", "public", "postgresql+psycopg2"),
+    ({"type": "mysql"}, "mysql://u:pw@db/wh", None, "mysql+pymysql"),
+    ({"type": "mysql"}, "mariadb://u:pw@db/wh", None, "mariadb+pymysql"),
+]
+
+
+@pytest.mark.parametrize("server,url,schema,driver", SCHEMAS)
+def test_the_schema_and_driver_a_server_reads_with(server, url, schema, driver):
+    connection = connection_for({"server": "w", **server}, {"DQ_CONTRACTS_W_URL": url,
+                                                            "DQ_CONTRACTS_W_READ_ONLY": "true"})
+    assert (connection.schema, connection.url.drivername) == (schema, driver)
+
+
+def test_a_databricks_server_naming_another_catalog_than_the_operators_is_refused():
+    """Its tables would be read in the URL's catalog, not the one the contract names."""
+    from dq_contracts.engine.connections import EndpointError
+
+    environ = {"DQ_CONTRACTS_W_URL": DATABRICKS, "DQ_CONTRACTS_W_READ_ONLY": "true"}
+    assert connection_for({"server": "w", "type": "databricks", "catalog": "MAIN"}, environ).schema == "from_url"
+    with pytest.raises(EndpointError, match="the contract says catalog 'prod'"):
+        connection_for({"server": "w", "type": "databricks", "catalog": "prod"}, environ)

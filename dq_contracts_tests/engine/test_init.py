@@ -160,6 +160,12 @@ REFUSED = [  # arguments, what stderr says (exit 1, no traceback)
     (["--path", "/etc/passwd", "--format", "csv", "--table", "orders"], "outside the folders the operator lets"),
     (["--path", "w.duckdb", "--format", "csv", "--url", "duckdb:///w.duckdb", "--table", "orders"],
      "or --path FILES"),
+    # the endpoint said, never its password: a URL naming no driver speaks check's (psycopg2), and a
+    # driver not installed is said as such
+    (["--url", "postgresql://u:hunter2@127.0.0.1:1/db", "--table", "orders"],
+     "cannot connect to postgresql 127.0.0.1:1/db: connection to server at"),
+    (["--url", "postgresql+psycopg://u:hunter2@127.0.0.1:1/db", "--table", "orders"],
+     "cannot connect to postgresql 127.0.0.1:1/db: its driver postgresql+psycopg needs the Python module psycopg"),
 ]
 
 
@@ -170,6 +176,8 @@ def test_init_refusals(tmp_path, args, said):
     engine.dispose()
     proc = _cli(tmp_path, "init", *args)
     assert proc.returncode == 1 and said in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert "internal error" not in proc.stderr and "hunter2" not in proc.stderr and len(
+        proc.stderr.splitlines()) == 1, proc.stderr
 
 
 DRIFTED = [  # a change made to the table, the lines the diff changes (lower case, stripped), the exit code
@@ -285,3 +293,130 @@ def test_init_against_a_json_contract_diffs_the_documents(tmp_path):
     proc = _cli(tmp_path, "init", "--against", "c.odcs.json")
     assert proc.returncode == 1 and [line for line in proc.stdout.splitlines()[2:] if line[:1] in "+-"] == [
         "-    required: true"], proc.stdout
+
+
+NAN, INF = float("nan"), float("inf")
+MEASURED = [  # a column, its SQL type, its values (each row twice), what the draft must do with them
+    ("status", "varchar(40)", ["open, chargeback_fraud", "paid", "x]", "?x", "[y", "}"], "valid values"),
+    ("status", "varchar(40)", ["{a: b}", "#c", "&a *b", "'\"", "- x", "a\nb", "null", "1e3", ".nan"], "valid values"),
+    ("salary", "integer", [52000, 251000, 61000], "withheld"),
+    ("birth_date", "date", ["1961-03-14", "1980-06-30"], "withheld"),
+    ("religion", "varchar(20)", ["Jain", "Zoroastrian"], "withheld"),
+    ("diagnosis", "varchar(20)", ["J45.0", "E11.9"], "withheld"),
+    ("x", "double precision", [NAN, 1.5, 2.5], "no bound"),
+    ("x", "double precision", [1.5, INF, -INF], "no bound"),
+    ("x", "double precision", [1.5, 2.5, INF], "minimum only"),
+]
+
+
+@pytest.fixture(params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])
+def warehouse(request, tmp_path):
+    """(URL, the environment check needs) of an empty warehouse."""
+    if request.param == "duckdb":
+        return f"duckdb:///{tmp_path / 'w.duckdb'}", {}
+    url = request.getfixturevalue("pg_database")
+    return str(url), {"DQ_CONTRACTS_WAREHOUSE_URL": str(url)}
+
+
+@pytest.mark.parametrize("column,sql_type,values,what", MEASURED, ids=[f"{c}-{w}" for c, _, _, w in MEASURED])
+def test_init_writes_what_was_measured_and_nothing_personal(tmp_path, warehouse, column, sql_type, values, what):
+    """The table's own text is read back from the draft as it is in the table (one YAML emitter
+    writes it); a personal column's values, range and dates are not in the file; a double's bounds
+    are of its finite values, none a NaN or infinity fails: the draft validates and check passes."""
+    url, env = warehouse
+    engine = sa.create_engine(url)
+    typed = [__import__("datetime").date.fromisoformat(v) if sql_type == "date" else v for v in values]
+    with engine.begin() as c:
+        c.exec_driver_sql(f"CREATE TABLE t (id integer, {column} {sql_type})")
+        c.execute(sa.text("INSERT INTO t VALUES (:i, :v)"), [dict(i=i, v=v) for i, v in enumerate(typed * 2)])
+    engine.dispose()
+    made = _cli(tmp_path, "init", "--url", url, "--table", "t", "--output", "c.odcs.yaml")
+    assert made.returncode == 0, made.stderr
+    text = (tmp_path / "c.odcs.yaml").read_text()
+    prop = yaml.safe_load(text)["schema"][0]["properties"][1]
+    valid = _cli(tmp_path, "validate", "c.odcs.yaml")
+    assert valid.returncode == 0 and "0 error(s)" in valid.stdout, valid.stdout + text
+    checked = _cli(tmp_path, "check", "c.odcs.yaml", env=env)
+    assert checked.returncode == 0, checked.stdout + checked.stderr + text
+    options = prop.get("logicalTypeOptions", {})
+    if what == "valid values":
+        assert prop["quality"][0]["arguments"]["validValues"] == sorted(set(values)), text
+    elif what == "withheld":
+        assert not any(str(v) in text or str(v)[:4] in text for v in values), text
+        assert "logicalTypeOptions" not in prop and "quality" not in prop, text
+        assert prop["classification"] == "pii", text  # check shows no sample of it either
+    else:  # a double with NaN or an infinity: bounds a value seen fails are not suggested
+        assert options == ({"minimum": 1} if what == "minimum only" else {}), text
+        assert ".nan" not in text.lower() and ".inf" not in text.lower(), text
+
+
+def test_init_against_withholds_what_the_contract_classifies(tmp_path, drawn):
+    """A column the compared contract classifies is read as a personal one: its new values and range
+    are not read, so the diff shows none of them."""
+    source, env, change = drawn
+    assert _cli(tmp_path, "init", *source, "--table", "orders", "--output", "contracts/c.odcs.yaml").returncode == 0
+    contract = tmp_path / "contracts" / "c.odcs.yaml"
+    doc = yaml.safe_load(contract.read_text())
+    for prop in doc["schema"][0]["properties"]:
+        if prop["name"] in ("status", "amount"):
+            prop["classification"] = "restricted"
+    contract.write_text(yaml.safe_dump(doc, sort_keys=False))
+    change("UPDATE orders SET status = 'lost', amount = 5000 WHERE order_id = 2")
+    proc = _cli(tmp_path, "init", *source, "--against", "contracts/c.odcs.yaml")
+    assert "lost" not in proc.stdout and "5000" not in proc.stdout, proc.stdout
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.postgres
+def test_init_on_postgresql_urls_as_the_readme_writes_them(tmp_path, pg_database):
+    """`postgresql://` (the README's URL, no driver named) draws and checks over psycopg2, as a URL
+    check builds from `_HOST`…; a wrong password is one sentence naming the endpoint, exit 1."""
+    url = sa.make_url(pg_database)
+    engine = sa.create_engine(url)
+    _fill(engine)
+    engine.dispose()
+    bare = url.set(drivername="postgresql").render_as_string(hide_password=False)
+    made = _cli(tmp_path, "init", "--url", bare, "--table", "orders", "--output", "c.odcs.yaml")
+    assert made.returncode == 0, made.stderr
+    checked = _cli(tmp_path, "check", "c.odcs.yaml", env={"DQ_CONTRACTS_WAREHOUSE_URL": bare})
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    wrong = url.set(password="not-the-password").render_as_string(hide_password=False)
+    proc = _cli(tmp_path, "init", "--url", wrong, "--table", "orders")
+    where = f"postgresql {url.host}:{url.port}/{url.database}"
+    assert proc.returncode == 1 and proc.stderr.startswith(f"dq-contracts init: cannot connect to {where}: "), \
+        proc.stderr
+    assert "password authentication failed" in proc.stderr and "not-the-password" not in proc.stderr
+    assert len(proc.stderr.splitlines()) == 1 and "internal error" not in proc.stderr
+
+
+def test_an_unexpected_error_of_init_is_withheld(tmp_path, monkeypatch, capsys):
+    """As check's: an error init did not expect may quote the data, so only its kind is said."""
+    from dq_contracts import cli
+    from dq_contracts.engine import draft
+
+    def failing(*args, **kwargs):
+        raise RuntimeError("invalid input syntax for type integer: '999-88-7777'")
+
+    monkeypatch.setattr(draft, "measure", failing)
+    engine = sa.create_engine(f"duckdb:///{tmp_path / 'w.duckdb'}")
+    _fill(engine)
+    engine.dispose()
+    code = cli.main(["init", "--url", f"duckdb:///{tmp_path / 'w.duckdb'}", "--table", "orders"])
+    err = capsys.readouterr().err
+    assert code == 3 and "999-88-7777" not in err and "RuntimeError in dq-contracts init" in err, err
+
+
+def test_a_scan_the_database_refuses_is_said_without_its_message(tmp_path, warehouse):
+    """A view whose scan fails on a value: the database's message would quote it, so init says the
+    table, the endpoint and the error's kind, exit 1 (not an internal error)."""
+    url, _ = warehouse
+    engine = sa.create_engine(url)
+    with engine.begin() as c:
+        c.exec_driver_sql("CREATE TABLE t (s varchar(20))")
+        c.exec_driver_sql("INSERT INTO t VALUES ('999-88-7777')")
+        c.exec_driver_sql("CREATE VIEW v AS SELECT CAST(s AS integer) AS n FROM t")
+    engine.dispose()
+    proc = _cli(tmp_path, "init", "--url", url, "--table", "v")
+    assert proc.returncode == 1 and "999-88-7777" not in proc.stderr and "internal error" not in proc.stderr
+    assert proc.stderr.startswith("dq-contracts init: table v on ") and "cannot be measured" in proc.stderr, \
+        proc.stderr

@@ -78,7 +78,7 @@ def test_init_draft_validates_passes_and_catches(kind, order_id, values, failing
                                                  monkeypatch, capsys, request):
     name = "orders"
     if kind == "spark":
-        # in Spark's `default` database: check reads a hive server's bare name there, whatever its `database`
+        # in Spark's `default` database, which the URL names (another database: the test below)
         from dq_contracts_tests.support import spark_engine
 
         url, name = request.getfixturevalue("spark").url("default"), f"orders_{uuid.uuid4().hex[:12]}"
@@ -109,3 +109,41 @@ def test_init_draft_validates_passes_and_catches(kind, order_id, values, failing
         with engine.begin() as c:
             c.exec_driver_sql(f"DROP TABLE {name}")
     engine.dispose()
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.parametrize("named_by", ["contract", "url"])
+def test_a_hive_servers_database_is_where_its_tables_are_read(named_by, spark, tmp_path, monkeypatch, capsys):
+    """A Spark table in a database other than `default` is drawn and checked there: a hive server's
+    `database` (ODCS gives it no `schema`) is the schema of its bare names; where the contract names
+    none, the operator's URL's database is."""
+    from dq_contracts_tests.support import spark_engine
+
+    database = f"s1_{uuid.uuid4().hex[:10]}"
+    admin = spark_engine(spark.url("default"))
+    with admin.begin() as c:
+        c.exec_driver_sql(f"CREATE DATABASE {database}")
+    engine = spark_engine(spark.url(database))
+    try:
+        _fill("spark", engine, "orders")
+        url = spark.url(database) if named_by == "url" else spark.url("").rstrip("/")
+        monkeypatch.setenv("DQ_CONTRACTS_SP_URL", url)
+        monkeypatch.setenv("DQ_CONTRACTS_SP_READ_ONLY", "true")
+        monkeypatch.chdir(tmp_path)
+        schema = ["--schema", database] if named_by == "contract" else []
+        code, out, err = _cli(capsys, "init", "--server", "sp", "--server-type", "hive", *schema, "--table", "orders",
+                              "--output", "c.odcs.yaml")
+        assert code == 0, err
+        text = (tmp_path / "c.odcs.yaml").read_text()
+        assert f"    database: {database}\n" in text, text
+        code, out, err = _cli(capsys, "check", "c.odcs.yaml")
+        assert code == 0 and " fail" not in out.split("check(s):")[0], out + err + text
+        _plant("spark", engine, "orders", 1, {"status": None})
+        code, out, err = _cli(capsys, "check", "c.odcs.yaml")
+        assert code == 1 and any("status__not_null" in line and "fail" in line for line in out.splitlines()), out
+    finally:
+        with admin.begin() as c:
+            c.exec_driver_sql(f"DROP DATABASE {database} CASCADE")
+        engine.dispose()
+        admin.dispose()
