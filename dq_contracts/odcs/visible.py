@@ -79,3 +79,10 @@ def uncommanded(text: str) -> str:
     each such prefix written `\\u003a` or `\\u0023`. Every line the command line prints passes here,
     but the workflow commands `--format github` writes itself."""
     return _RUNNER_COMMAND.sub(lambda m: "\\u0023" if m.group(1) is None else m.group(1) + "\\u003a", text)
+
+
+def say(*parts: object, file=None) -> None:
+    """print, with what hides or reorders text escaped, and no text of a contract (a name holding a
+    newline, a file name) read by a CI runner as a command: every line the commands write passes
+    here (JSON is written with ASCII escapes already)."""
+    print(*(uncommanded(visible(p)) for p in parts), file=file)
