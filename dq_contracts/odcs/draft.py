@@ -178,13 +178,16 @@ def _property(column: Any, rows: int, table: Any) -> list[str]:
     unique = rows and column.distinct == rows and column.nulls == 0
     if unique and _is_key(column) and sum(1 for c in table.columns if c.distinct == rows and _is_key(c)) == 1:
         out.append(f"        primaryKey: true  {_marked(f'{rows} distinct non-NULL value(s) in {rows} row(s), named as a key')}")
-    elif unique:
+    elif unique and column.family in KEY_FAMILIES:  # a timestamp or an amount unique today is chance, not a rule
         out.append(f"        unique: true  {_marked(f'{column.distinct} distinct value(s) in {rows} row(s)')}")
     if hidden:
         return out + _quality(_null_budget(column, rows))
     options = []
     if column.family in ("integer", "number"):
         bounds, said = _bounds(column)
+        if _is_key(column) and any(key == "maximum" for key, _ in bounds):  # ids grow: tomorrow's is higher
+            bounds = [(key, value) for key, value in bounds if key != "maximum"]
+            said += "; no maximum: a key grows"
         out += [f"        {_marked(said)}"] if said and not bounds else []
         options += [f"          {key}: {_y(value)}  {_marked(said)}" for key, value in bounds]
     if column.family == "date" and isinstance(column.minimum, dt.date):  # no maximum: new rows are newer
@@ -332,7 +335,8 @@ def draft_text(tables: Iterable[Any], server: list[str], contract_id: str, objec
     """The whole draft document."""
     tables = list(tables)
     lines = [f"# A draft drawn by dq-contracts init from {len(tables)} table(s): review every suggested clause.",
-             "apiVersion: v3.1.0", "kind: DataContract", f"id: {_y(contract_id)}", "name: draft",
+             "apiVersion: v3.1.0", "kind: DataContract", f"id: {_y(contract_id)}",
+             f"name: {_y(tables[0].name)}",  # a name per draft: two drafts in one folder do not clash
              "version: 0.1.0", "status: draft", "servers:", *server, "schema:"]
     newest: tuple[float, str, str] | None = None
     for table in tables:

@@ -65,7 +65,28 @@ SUGGESTED = [  # column, the property's keys expected (beyond name/physical*/log
     (_column("email", "string", distinct=1, max_length=9, values=["a@b.io"]), {"required", "classification"}),
     (_column("d", "date", distinct=2, minimum=dt.date(2025, 3, 4), maximum=dt.date(2026, 1, 1)),
      {"required", "logicalTypeOptions"}),
+    # unique today by chance, not by rule: no `unique` on an amount, a timestamp, a date
+    (_column("amount", "number", distinct=3, minimum=1.5, maximum=99), {"required", "logicalTypeOptions"}),
+    (_column("placed_at", "timestamp", distinct=3, minimum=NOW - dt.timedelta(days=1), maximum=NOW), {"required"}),
+    (_column("day", "date", distinct=3, minimum=dt.date(2025, 3, 4), maximum=dt.date(2026, 1, 1)),
+     {"required", "logicalTypeOptions"}),
 ]
+
+
+def test_a_key_gets_a_minimum_and_no_maximum():
+    """Tomorrow's id is higher than today's highest: a maximum on a key fails the next load."""
+    table = SimpleNamespace(name="t", rows=3, measured_at=NOW,
+                            columns=[_column("customer_id", "integer", distinct=3, minimum=1, maximum=3),
+                                     _column("qty", "integer", distinct=3, minimum=1, maximum=3)])
+    props = yaml.safe_load(draft_text([table], ["  - server: w", "    type: duckdb"], "urn:x"))["schema"][0]["properties"]
+    options = {p["name"]: p.get("logicalTypeOptions") for p in props}
+    assert options == {"customer_id": {"minimum": 1}, "qty": {"minimum": 1, "maximum": 3}}
+
+
+def test_each_draft_is_named_after_its_table():
+    """Two drafts in one folder: two names, no clash warning."""
+    table = SimpleNamespace(name="orders", rows=0, measured_at=NOW, columns=[])
+    assert yaml.safe_load(draft_text([table], ["  - server: w", "    type: duckdb"], "urn:x"))["name"] == "orders"
 
 
 @pytest.mark.parametrize("column,keys", SUGGESTED, ids=[c.name for c, _ in SUGGESTED])
