@@ -35,6 +35,7 @@ MAX_PENDING = 1000  # undelivered notifications kept; past it the oldest of the 
 MAX_PENDING_PER_CONTRACT = 100  # one contract's share: past it its own oldest is dropped (logged)
 MAX_OPEN_PARTITIONS = 100  # open episodes kept per check; past it the lowest partition's is forgotten (logged)
 MAX_OPEN_EPISODES = 2000  # open episodes kept in all; past it the check holding most forgets its lowest (logged)
+MAX_CHECKS = 3000  # checks kept failing; past it the oldest with no open episode forgets its failures in a row
 MAX_PART = 300  # characters of one piece of a contract's text in a message (a name, a sentence, an id)
 MAX_HEADLINE = 400  # characters of a message's first line (names and a partition, each at most MAX_PART)
 MAX_LINK = 1000  # a longer link to the check's page is replaced by the UI's own
@@ -217,6 +218,7 @@ def observe(state: AlertState, evaluations: list[Evaluation], watched: Mapping[s
                                           target.address, contract=kept_as(check.contract), facts=facts).stored())
             log.append(f"{slot}: {tell} queued for {target.shown}")
     _bound_episodes(state.checks, log)
+    _bound_checks(state.checks, log)
     state.pending, dropped = bounded(state.pending)
     if dropped:
         log.append(f"{len(dropped)} undelivered notifications dropped (more than {MAX_PENDING_PER_CONTRACT} pending "
@@ -271,6 +273,18 @@ def _bound_episodes(checks: dict[str, dict[str, Any]], log: list[str]) -> None:
         del checks[key]
     log.append(f"{forgotten} open episodes forgotten (more than {MAX_OPEN_EPISODES} open in all, the lowest "
                "partitions of the checks holding most); their recoveries will not be told")
+
+
+def _bound_checks(checks: dict[str, dict[str, Any]], log: list[str]) -> None:
+    """At most MAX_CHECKS entries: past it the oldest failing checks with no open episode (at most
+    MAX_OPEN_EPISODES have one) forget their failures in a row (a WARN's first failure, counted again)."""
+    over = len(checks) - MAX_CHECKS
+    if over <= 0:
+        return
+    forgotten = [key for key, entry in checks.items() if not entry["open"]][:over]
+    for key in forgotten:
+        del checks[key]
+    log.append(f"{len(forgotten)} checks' failures in a row forgotten (more than {MAX_CHECKS} checks failing)")
 
 
 def bounded(pending: list[Delivery]) -> tuple[list[Delivery], list[Delivery]]:

@@ -44,6 +44,7 @@ SMTP_TLS = {"starttls": 587, "ssl": 465, "none": 25}  # each mode and its defaul
 # letters, digits and inner hyphens
 _ADDRESS = re.compile(r"^[A-Za-z0-9_+-]+(\.[A-Za-z0-9_+-]+)*@((?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)+"
                       r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)$")
+MAX_ADDRESS = 254  # characters of a mail address (RFC 5321's path limit): the cursor keeps it whole
 MAX_DESTINATIONS = 10  # notified per contract; past it a channel is a warning and nothing is sent there
 
 
@@ -163,14 +164,14 @@ def destinations(support: Any) -> tuple[list[Destination], list[tuple[int, str, 
         if url.lower().startswith("mailto:"):
             addresses = [unquote(a).strip() for a in url[len("mailto:"):].split("?", 1)[0].split(",") if a.strip()]
             for address in addresses or [""]:
-                if _ADDRESS.match(address):
+                if len(address) <= MAX_ADDRESS and _ADDRESS.match(address):
                     found.append(Destination("email", address, index, "url"))
                 else:
                     wrong.append((index, "url", f"{shorten(address, 80)!r} is not a mail address (letters, digits, "
                                                 "'.', '_', '+', '-' before the @)"))
         elif tool == "email":
             channel = str(item.get("channel") or "").strip()
-            if _ADDRESS.match(channel):
+            if len(channel) <= MAX_ADDRESS and _ADDRESS.match(channel):
                 found.append(Destination("email", channel, index, "channel"))
             elif url:
                 wrong.append((index, "url", f"an email channel's url is a mailto: URL, not {origin_shown(url)}"))

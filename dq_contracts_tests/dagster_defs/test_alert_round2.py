@@ -15,9 +15,9 @@ import pytest
 
 from dq_contracts.engine import notify
 from dq_contracts.engine.notify import deliver, mail_message, slack_payload, teams_payload
-from dq_contracts.odcs.alerting import (LABELS, MAX_OPEN_EPISODES, MAX_OPEN_PARTITIONS, MAX_TEXT, AlertState,
-                                        Delivery, Evaluation, Watched, observe, to_send)
-from dq_contracts.odcs.support import alert_policy, allowed_destinations, support_refusals
+from dq_contracts.odcs.alerting import (LABELS, MAX_CHECKS, MAX_OPEN_EPISODES, MAX_OPEN_PARTITIONS, MAX_PENDING,
+                                        MAX_TEXT, AlertState, Delivery, Evaluation, Watched, observe, to_send)
+from dq_contracts.odcs.support import MAX_ADDRESS, alert_policy, allowed_destinations, support_refusals
 
 POLICY = alert_policy({"DQ_ALERTS_WEBHOOK_HOSTS": "hooks.slack.com, *.logic.azure.com",
                        "DQ_ALERTS_MAIL_DOMAINS": "example.com"})
@@ -102,6 +102,31 @@ def test_open_episodes_are_bounded_in_all_the_check_holding_most_forgets_first()
     assert sum(len(entry["open"]) for entry in state.checks.values()) == MAX_OPEN_EPISODES
     assert [e["open"] for k, e in state.checks.items() if k == victim.key] == [["2026-01-01"]]
     assert len(state.to_cursor()) < 1_000_000
+
+
+def test_the_whole_cursor_is_bounded_with_every_piece_at_its_longest():
+    def support(i: int) -> tuple[dict, ...]:  # ten addresses of the longest length taken
+        return tuple({"tool": "email", "channel": f"{j}{i:05d}" + "t" * (MAX_ADDRESS - 18) + "@example.com"}
+                     for j in range(10))
+
+    checks = [Watched(("a" * 150,), f"c{i:05d}" + "x" * 140, "urn:" + "c" * 290 + f"{i:05d}", "l" * 400, support(i))
+              for i in range(MAX_CHECKS + 500)]
+    run = "r" * 36
+    evaluations = [Evaluation(c.key, False, "WARN", "s" * 400, None, f"{run}:{i:012d}") for i, c in enumerate(checks)]
+    evaluations += [Evaluation(c.key, False, "ERROR", "s" * 400, "p" * 290 + f"{p:04d}", f"{run}:{p:012d}")
+                    for c in checks[:30] for p in range(MAX_OPEN_PARTITIONS)]
+    state = AlertState(read={})
+    observe(state, evaluations, {c.key: c for c in checks}, POLICY)
+    assert len(state.checks) == MAX_CHECKS and len(state.pending) == MAX_PENDING
+    assert sum(len(entry["open"]) for entry in state.checks.values()) == MAX_OPEN_EPISODES
+    assert len(state.to_cursor()) < 4_000_000  # the README's bound
+
+
+def test_a_mail_address_longer_than_smtp_takes_is_no_destination():
+    longest = "t" * (MAX_ADDRESS - len("@example.com")) + "@example.com"
+    assert allowed_destinations([{"tool": "email", "channel": longest}], POLICY)
+    assert not allowed_destinations([{"tool": "email", "channel": "t" + longest}], POLICY)
+    assert not allowed_destinations([{"tool": "email", "url": "mailto:t" + longest}], POLICY)
 
 
 # R3c: a check no longer watched (its contract changed or left): its state leaves the cursor
