@@ -7,8 +7,9 @@ Bounded: each delivery is tried `ATTEMPTS` times a tick, each attempt given `TIM
 there), with `BACKOFF_SECONDS` between; an attempt that times out is not repeated. A destination
 that fails is down for the rest of the tick, known by its origin (a webhook's host and port, the
 SMTP server for mail), so paths of one hanging host cost one time-out; and the tick never runs past
-`TICK_BUDGET_SECONDS`. Pending deliveries are served fairly: those not tried before first, then one
-of each contract in turn, so one contract's failing destinations never hold back another's. What is
+`TICK_BUDGET_SECONDS`. Deliveries are served fairly: one of each contract in turn, fresh and pending
+alike, and a contract whose deliveries failed `FAILURES_PER_CONTRACT` times this tick waits for the
+next, so one contract's failing destinations never hold back another's. What is
 not delivered stays pending for the next tick; only a refusal for good (an HTTP 4xx but 408 and 429,
 an SMTP 5xx, a destination the operator's list no longer allows) drops it, logged.
 """
@@ -16,6 +17,7 @@ an SMTP 5xx, a destination the operator's list no longer allows) drops it, logge
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 import re
 import smtplib
 import ssl
@@ -34,6 +36,9 @@ ATTEMPTS = 3
 TIMEOUT_SECONDS = 5.0  # an attempt's whole time, not each read's
 BACKOFF_SECONDS = (0.5, 1.0)  # before the second and the third attempt
 TICK_BUDGET_SECONDS = 30.0  # well inside a sensor tick's 60 s: no attempt runs past it
+# a contract's share of a tick: after this many of its deliveries fail (time out, or are down), its
+# others wait for the next tick, so its hanging destinations cost at most 2 time-outs of the tick
+FAILURES_PER_CONTRACT = 2
 
 
 class Refused(Exception):
@@ -76,6 +81,15 @@ def post_webhook(delivery: Delivery, policy: AlertPolicy, seconds: float) -> Non
         raise Refused(f"HTTP {response.status_code} (a redirect is not followed)")
 
 
+def mail_message(delivery: Delivery, policy: AlertPolicy) -> EmailMessage:
+    mail = EmailMessage()
+    mail["Subject"] = delivery.subject
+    mail["From"] = policy.mail_from or "dq-contracts@localhost"
+    mail["To"] = delivery.address
+    mail.set_content(f"{delivery.text}\n")
+    return mail
+
+
 def send_mail(delivery: Delivery, policy: AlertPolicy, seconds: float) -> None:
     if not policy.smtp_host:
         raise ConnectionError("no SMTP server: the operator sets DQ_ALERTS_SMTP_HOST")
@@ -84,11 +98,7 @@ def send_mail(delivery: Delivery, policy: AlertPolicy, seconds: float) -> None:
     if policy.smtp_user and policy.tls == "none":
         raise ConnectionError("DQ_ALERTS_SMTP_USER is set with DQ_ALERTS_SMTP_TLS=none: a password is sent "
                               "only over TLS")
-    mail = EmailMessage()
-    mail["Subject"] = delivery.subject
-    mail["From"] = policy.mail_from or "dq-contracts@localhost"
-    mail["To"] = delivery.address
-    mail.set_content(f"{delivery.text}\n")
+    mail = mail_message(delivery, policy)
     client = smtplib.SMTP_SSL if policy.tls == "ssl" else smtplib.SMTP
     extra = {"context": ssl.create_default_context()} if policy.tls == "ssl" else {}
     try:
@@ -122,6 +132,7 @@ def deliver(pending: list[Delivery], policy: AlertPolicy, sleep: Callable[[float
     stays pending keeps its order (oldest first: what the pending queue's bounds drop first)."""
     outcome = Outcome([], [], [])
     down: set[str] = set()  # origins that failed this tick
+    failed: Counter[str] = Counter()  # deliveries of each contract that failed this tick
     deadline = clock() + TICK_BUDGET_SECONDS
     age = {id(d): i for i, d in enumerate(pending)}
     kept: list[tuple[int, Delivery]] = []
@@ -131,10 +142,13 @@ def deliver(pending: list[Delivery], policy: AlertPolicy, sleep: Callable[[float
         if problem:
             outcome.log.append(f"dropped {delivery.kind} of {delivery.id}: {problem}")
             continue
-        if destination.origin in down or deadline - clock() <= 0:
+        spent = failed[delivery.contract] >= FAILURES_PER_CONTRACT
+        if destination.origin in down or deadline - clock() <= 0 or spent:
             kept.append((age[id(delivery)], delivery))
             continue
         error, tried = _attempts(delivery, policy, sleep, clock, deadline)
+        if error is not None and not isinstance(error, Refused):
+            failed[delivery.contract] += 1
         if error is None:
             outcome.delivered.append(delivery)
             outcome.log.append(f"sent {delivery.kind} of {delivery.id} to {destination.shown}")
@@ -152,16 +166,13 @@ def deliver(pending: list[Delivery], policy: AlertPolicy, sleep: Callable[[float
 
 
 def fair_order(pending: list[Delivery]) -> list[Delivery]:
-    """Deliveries not tried before first, then those that failed; within each, one of each contract
-    in turn (round robin, each contract's own oldest first)."""
-    queues: dict[tuple[bool, str], list[Delivery]] = {}
+    """One delivery of each contract in turn (round robin), fresh and pending alike, each contract's
+    own oldest first: however many of one contract's notifications come first, or failed before,
+    another contract's first one is tried in the first round."""
+    queues: dict[str, list[Delivery]] = {}
     for delivery in pending:
-        queues.setdefault((delivery.tries > 0, delivery.contract), []).append(delivery)
-    out: list[Delivery] = []
-    for tried in (False, True):
-        rounds = itertools.zip_longest(*(q for (t, _), q in queues.items() if t == tried))
-        out.extend(d for row in rounds for d in row if d is not None)
-    return out
+        queues.setdefault(delivery.contract, []).append(delivery)
+    return [d for row in itertools.zip_longest(*queues.values()) for d in row if d is not None]
 
 
 def _attempts(delivery: Delivery, policy: AlertPolicy, sleep: Callable[[float], None],

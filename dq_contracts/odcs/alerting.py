@@ -17,8 +17,11 @@ evaluations of the instance's event log and delivers what it returns (engine/not
 
 from __future__ import annotations
 
+import bisect
 import hashlib
+import heapq
 import json
+import re
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Mapping
 from urllib.parse import quote, urlencode
@@ -31,10 +34,20 @@ FAILURES_TO_OPEN = {"ERROR": 1, "WARN": 2}
 MAX_PENDING = 1000  # undelivered notifications kept; past it the oldest of the contract holding most is dropped
 MAX_PENDING_PER_CONTRACT = 100  # one contract's share: past it its own oldest is dropped (logged)
 MAX_OPEN_PARTITIONS = 100  # open episodes kept per check; past it the lowest partition's is forgotten (logged)
+MAX_OPEN_EPISODES = 2000  # open episodes kept in all; past it the check holding most forgets its lowest (logged)
+MAX_CHECKS = 3000  # checks kept failing; past it the oldest with no open episode forgets its failures in a row
 MAX_PART = 300  # characters of one piece of a contract's text in a message (a name, a sentence, an id)
-MAX_TEXT = 2000  # characters of a message's body, and of its subject line MAX_SUBJECT
-MAX_SUBJECT = 200
+MAX_HEADLINE = 400  # characters of a message's first line (names and a partition, each at most MAX_PART)
 MAX_LINK = 1000  # a longer link to the check's page is replaced by the UI's own
+MAX_SUBJECT = 200
+# characters of a message's body: its five lines (LABELS), each within its own bound, so none is ever cut away
+LABELS = ("Result: ", "Clause: ", "Contract: ", "Check in Dagster: ")
+MAX_TEXT = MAX_HEADLINE + sum(map(len, LABELS)) + 3 * MAX_PART + MAX_LINK + len(LABELS)
+# what a mail client, Slack, Teams or a terminal may show as a line break (str.splitlines' set): inside a
+# piece of a contract's text each is written escaped, so the text stays on its own line
+LINE_BREAKS = {"\n": "\\n", "\r": "\\r", "\x0b": "\\v", "\x0c": "\\f", "\x1c": "\\x1c", "\x1d": "\\x1d",
+               "\x1e": "\\x1e", "\x85": "\\x85", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_LINE_BREAK = re.compile("[" + "".join(LINE_BREAKS) + "]")
 
 
 @dataclass(frozen=True)
@@ -119,7 +132,9 @@ class AlertState:
 
     # how far the event log was read: an opaque cursor per kind of run end; None before the first tick
     read: dict[str, str | None] | None = None
-    checks: dict[str, dict[str, Any]] = field(default_factory=dict)  # only checks failing or in an episode
+    # per check (kept_as its key) that fails or is in an episode, and only while it is watched:
+    # {"fails": its failures in a row, "open": the sorted partitions ("" unpartitioned) whose episode is open}
+    checks: dict[str, dict[str, Any]] = field(default_factory=dict)
     pending: list[Delivery] = field(default_factory=list)
 
     @classmethod
@@ -128,7 +143,7 @@ class AlertState:
             return cls()
         try:
             raw = json.loads(cursor)
-            return cls(raw.get("read"), dict(raw.get("checks") or {}),
+            return cls(raw.get("read"), _checks(raw.get("checks") or {}),
                        [Delivery(**{"subject": "", "text": "", "link": "", **d}) for d in raw.get("pending") or []])
         except (ValueError, TypeError, AttributeError):  # a cursor set by hand, or of another release
             return cls()
@@ -136,6 +151,25 @@ class AlertState:
     def to_cursor(self) -> str:
         return json.dumps({"read": self.read, "checks": self.checks,
                            "pending": [d.to_json() for d in self.pending]}, sort_keys=True)
+
+
+def _checks(raw: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The cursor's checks, each `{"fails": n, "open": [partition, …]}`; an entry of an earlier release
+    (`key` and `key[partition]` apart, `open` true or false) is read into that form; anything else is left."""
+    checks: dict[str, dict[str, Any]] = {}
+    for name, value in raw.items():
+        if not isinstance(value, dict):
+            continue
+        key, partition = (name[:-1].split("[", 1) if name.endswith("]") and "[" in name else (name, ""))
+        entry = checks.setdefault(key, {"fails": 0, "open": []})
+        fails, opened = value.get("fails"), value.get("open")
+        if type(fails) is int and fails > 0:
+            entry["fails"] = max(entry["fails"], fails)
+        if opened is True:
+            opened = [partition]
+        entry["open"] = sorted({*entry["open"], *(p for p in opened if isinstance(p, str))}
+                               if isinstance(opened, list) else entry["open"])[-MAX_OPEN_PARTITIONS:]
+    return {key: entry for key, entry in checks.items() if entry["fails"] or entry["open"]}
 
 
 def step(state: Mapping[str, Any] | None, evaluation: Evaluation) -> tuple[dict[str, Any] | None, str | None]:
@@ -152,32 +186,39 @@ def step(state: Mapping[str, Any] | None, evaluation: Evaluation) -> tuple[dict[
 def observe(state: AlertState, evaluations: list[Evaluation], watched: Mapping[str, Watched],
             policy: AlertPolicy) -> list[str]:
     """Feed evaluations (oldest first) through each check's episode; queue what is to be told in
-    `state.pending`. Returns lines for the log (what was queued, what was dropped past the bounds)."""
+    `state.pending`. Returns lines for the log (what was queued, what was dropped past the bounds).
+    Each evaluation touches its own check's entry only: the work grows with the evaluations, not with
+    what the cursor holds."""
     log: list[str] = []
+    kept = {kept_as(key) for key in watched}
+    for gone in [key for key in state.checks if key not in kept]:  # a check no longer watched: its state too
+        del state.checks[gone]
     for evaluation in evaluations:
         check = watched.get(evaluation.key)
         if check is None:
             continue  # not a contract check of this sensor
         key = kept_as(evaluation.key)
-        slot = kept_as(evaluation.key + (f"[{evaluation.partition}]" if evaluation.partition else ""))
-        # failures in a row are the check's (`key`), the episode its partition's (`slot`): one entry when unpartitioned
-        seen = {"fails": state.checks.get(key, {}).get("fails", 0), "open": state.checks.get(slot, {}).get("open", False)}
-        new, tell = step(seen, evaluation)
-        _keep(state.checks, key, slot, new, log)
+        # failures in a row are the check's, the episode its partition's ("" when unpartitioned)
+        partition = kept_as(evaluation.partition) if evaluation.partition else ""
+        entry = state.checks.get(key) or {"fails": 0, "open": []}
+        new, tell = step({"fails": entry["fails"], "open": _holds(entry["open"], partition)}, evaluation)
+        _keep(state.checks, key, partition, entry, new, log)
         if tell is None:
             continue
+        slot = shorten(evaluation.key + (f"[{evaluation.partition}]" if evaluation.partition else ""), MAX_PART)
         fails = (new or {}).get("fails", 0)
         subject, text, link = message(tell, check, evaluation, fails, policy.link_base)
         targets = allowed_destinations(check.support, policy)
         if not targets:
-            log.append(f"{shorten(slot, MAX_PART)}: {tell}, but its contract names no destination the operator allows")
+            log.append(f"{slot}: {tell}, but its contract names no destination the operator allows")
         for target in targets:
             facts = {"severity": evaluation.severity, "sentence": shorten(evaluation.sentence, MAX_PART),
                      "partition": evaluation.partition and shorten(evaluation.partition, MAX_PART), "fails": fails}
-            state.pending.append(Delivery(f"{evaluation.id}:{shorten(slot, MAX_PART)}", kept_as(check.key), tell, subject,
-                                          text, link, target.tool, target.address,
-                                          contract=kept_as(check.contract), facts=facts).stored())
-            log.append(f"{shorten(slot, MAX_PART)}: {tell} queued for {target.shown}")
+            state.pending.append(Delivery(f"{evaluation.id}:{slot}", key, tell, subject, text, link, target.tool,
+                                          target.address, contract=kept_as(check.contract), facts=facts).stored())
+            log.append(f"{slot}: {tell} queued for {target.shown}")
+    _bound_episodes(state.checks, log)
+    _bound_checks(state.checks, log)
     state.pending, dropped = bounded(state.pending)
     if dropped:
         log.append(f"{len(dropped)} undelivered notifications dropped (more than {MAX_PENDING_PER_CONTRACT} pending "
@@ -185,25 +226,65 @@ def observe(state: AlertState, evaluations: list[Evaluation], watched: Mapping[s
     return log
 
 
-def _keep(checks: dict[str, dict[str, Any]], key: str, slot: str, new: dict[str, Any] | None, log: list[str]) -> None:
-    """Keep a check's new state: its failures in a row under `key`, its partition's open episode
-    under `slot`; nothing for what passes; at most MAX_OPEN_PARTITIONS open episodes a check."""
+def _holds(opened: list[str], partition: str) -> bool:
+    at = bisect.bisect_left(opened, partition)
+    return at < len(opened) and opened[at] == partition
+
+
+def _keep(checks: dict[str, dict[str, Any]], key: str, partition: str, entry: dict[str, Any],
+          new: dict[str, Any] | None, log: list[str]) -> None:
+    """Keep a check's new state in its one entry (`key`, whatever its length: the same form the
+    bounds count): its failures in a row, and its open episodes as a sorted list of partitions ("" for
+    an unpartitioned check); at most MAX_OPEN_PARTITIONS of them; no entry for a check passing."""
+    opened = entry["open"]
     if new is None:  # a pass: the check's run of failures ends, and its partition's episode
+        entry["fails"] = 0
+        if _holds(opened, partition):
+            opened.pop(bisect.bisect_left(opened, partition))
+    else:
+        entry["fails"] = new["fails"]
+        if new["open"] and not _holds(opened, partition):
+            bisect.insort(opened, partition)
+        for forgotten in opened[:-MAX_OPEN_PARTITIONS]:
+            log.append(f"{shorten(key, MAX_PART)}[{shorten(forgotten, MAX_PART)}]: its open episode forgotten (more "
+                       f"than {MAX_OPEN_PARTITIONS} partitions of one check open); its recovery will not be told")
+        del opened[:-MAX_OPEN_PARTITIONS]
+    if entry["fails"] or opened:
+        checks[key] = entry
+    else:
         checks.pop(key, None)
-        checks.pop(slot, None)
+
+
+def _bound_episodes(checks: dict[str, dict[str, Any]], log: list[str]) -> None:
+    """At most MAX_OPEN_EPISODES open episodes in all: past it the check holding most forgets its
+    lowest partition's, so one contract's many failing checks never make another's forgotten first."""
+    total = sum(len(entry["open"]) for entry in checks.values())
+    if total <= MAX_OPEN_EPISODES:
         return
-    checks[key] = new if key == slot else {"fails": new["fails"], "open": False}
-    if key == slot:
+    largest = [(-len(entry["open"]), key) for key, entry in checks.items()]
+    heapq.heapify(largest)
+    forgotten = 0
+    while total > MAX_OPEN_EPISODES:
+        size, key = heapq.heappop(largest)
+        checks[key]["open"].pop(0)
+        total, forgotten = total - 1, forgotten + 1
+        heapq.heappush(largest, (size + 1, key))
+    for key in [key for key, entry in checks.items() if not entry["open"] and not entry["fails"]]:
+        del checks[key]
+    log.append(f"{forgotten} open episodes forgotten (more than {MAX_OPEN_EPISODES} open in all, the lowest "
+               "partitions of the checks holding most); their recoveries will not be told")
+
+
+def _bound_checks(checks: dict[str, dict[str, Any]], log: list[str]) -> None:
+    """At most MAX_CHECKS entries: past it the oldest failing checks with no open episode (at most
+    MAX_OPEN_EPISODES have one) forget their failures in a row (a WARN's first failure, counted again)."""
+    over = len(checks) - MAX_CHECKS
+    if over <= 0:
         return
-    if not new["open"]:
-        checks.pop(slot, None)
-        return
-    checks[slot] = {"fails": 0, "open": True}
-    partitions = sorted(s for s in checks if s.startswith(key + "[") and checks[s].get("open"))
-    for forgotten in partitions[:-MAX_OPEN_PARTITIONS]:
-        checks.pop(forgotten)
-        log.append(f"{shorten(forgotten, MAX_PART)}: its open episode forgotten (more than {MAX_OPEN_PARTITIONS} "
-                   "partitions of one check open); its recovery will not be told")
+    forgotten = [key for key, entry in checks.items() if not entry["open"]][:over]
+    for key in forgotten:
+        del checks[key]
+    log.append(f"{len(forgotten)} checks' failures in a row forgotten (more than {MAX_CHECKS} checks failing)")
 
 
 def bounded(pending: list[Delivery]) -> tuple[list[Delivery], list[Delivery]]:
@@ -263,21 +344,27 @@ def check_link(base: str, asset_path: tuple[str, ...], name: str) -> str:
     return f"{base.rstrip('/')}/assets/{path}?" + urlencode({"view": "checks", "checkDetail": name}, quote_via=quote)
 
 
-def message(kind: str, check: Watched, evaluation: Evaluation, fails: int, base: str) -> tuple[str, str, str]:
-    """(subject, body, link) of a notification, in plain text; the contract's text shown escaped."""
-    def part(text: str) -> str:  # a contract's text, bounded: an id or a pattern may be any length
-        return shorten(visible(text), MAX_PART)
+def one_line(text: Any) -> str:
+    """A piece of a contract's text as a message shows it: on one line whatever it holds (each line
+    break written escaped, `\\n`: a pattern's newline cannot start a line of its own that reads as the
+    message's), every character that hides text escaped too (visible), at most MAX_PART characters."""
+    return shorten(visible(_LINE_BREAK.sub(lambda found: LINE_BREAKS[found.group()], str(text))), MAX_PART)
 
-    where = part("/".join(check.asset_path)) + (f" partition {part(evaluation.partition)}" if evaluation.partition
-                                                else "")
+
+def message(kind: str, check: Watched, evaluation: Evaluation, fails: int, base: str) -> tuple[str, str, str]:
+    """(subject, body, link) of a notification, in plain text. The body is always five lines, in this
+    order: the headline, then `Result:`, `Clause:`, `Contract:` and `Check in Dagster:`, each piece of
+    a contract's text on its own labelled line (one_line), so none can push the others down."""
+    where = one_line("/".join(check.asset_path)) + (f" partition {one_line(evaluation.partition)}"
+                                                    if evaluation.partition else "")
     if kind == "failure":
         times = "" if fails <= 1 else f" ({fails} times in a row)"
-        headline = f"FAIL {evaluation.severity} {where} {part(check.name)}{times}"
+        headline = f"FAIL {one_line(evaluation.severity)} {where} {one_line(check.name)}{times}"
     else:
-        headline = f"RECOVERED {where} {part(check.name)}: passes again"
+        headline = f"RECOVERED {where} {one_line(check.name)}: passes again"
     link = check_link(base, check.asset_path, check.name)
     link = link if len(link) <= MAX_LINK else base.rstrip("/")
-    lines = [headline, part(evaluation.sentence), f"Clause: {part(check.location)}", f"Contract: {part(check.contract)}",
-             f"Check in Dagster: {link}"]
-    subject = " ".join(visible(f"[dq_contracts] {headline}").split())  # one header line, whatever a partition holds
-    return shorten(subject, MAX_SUBJECT), shorten(visible("\n".join(lines)), MAX_TEXT), link
+    pieces = (one_line(evaluation.sentence), one_line(check.location), one_line(check.contract), link)
+    lines = [shorten(headline, MAX_HEADLINE), *(label + piece for label, piece in zip(LABELS, pieces))]
+    subject = " ".join(f"[dq_contracts] {headline}".split())
+    return shorten(subject, MAX_SUBJECT), "\n".join(lines), link

@@ -36,6 +36,7 @@ ALERT_SETTINGS: tuple[tuple[str, str, str | None], ...] = (
     ("mail_from", "DQ_ALERTS_FROM", None),
 )
 DEFAULT_UI_URL = "http://127.0.0.1:3000"  # where `dagster dev` serves the UI
+HTTPS_PORT = 443  # the only port a host entry (no scheme) allows
 SMTP_TLS = {"starttls": 587, "ssl": 465, "none": 25}  # each mode and its default port
 
 # A conservative address: a dot-atom local part of letters, digits, `_`, `+`, `-` (no `%`, `!`, `=`, `?`:
@@ -43,6 +44,7 @@ SMTP_TLS = {"starttls": 587, "ssl": 465, "none": 25}  # each mode and its defaul
 # letters, digits and inner hyphens
 _ADDRESS = re.compile(r"^[A-Za-z0-9_+-]+(\.[A-Za-z0-9_+-]+)*@((?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)+"
                       r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)$")
+MAX_ADDRESS = 254  # characters of a mail address (RFC 5321's path limit): the cursor keeps it whole
 MAX_DESTINATIONS = 10  # notified per contract; past it a channel is a warning and nothing is sent there
 
 
@@ -162,14 +164,14 @@ def destinations(support: Any) -> tuple[list[Destination], list[tuple[int, str, 
         if url.lower().startswith("mailto:"):
             addresses = [unquote(a).strip() for a in url[len("mailto:"):].split("?", 1)[0].split(",") if a.strip()]
             for address in addresses or [""]:
-                if _ADDRESS.match(address):
+                if len(address) <= MAX_ADDRESS and _ADDRESS.match(address):
                     found.append(Destination("email", address, index, "url"))
                 else:
                     wrong.append((index, "url", f"{shorten(address, 80)!r} is not a mail address (letters, digits, "
                                                 "'.', '_', '+', '-' before the @)"))
         elif tool == "email":
             channel = str(item.get("channel") or "").strip()
-            if _ADDRESS.match(channel):
+            if len(channel) <= MAX_ADDRESS and _ADDRESS.match(channel):
                 found.append(Destination("email", channel, index, "channel"))
             elif url:
                 wrong.append((index, "url", f"an email channel's url is a mailto: URL, not {origin_shown(url)}"))
@@ -194,20 +196,27 @@ def refusal(destination: Destination, policy: AlertPolicy) -> str | None:
         return f"{shown} is not a URL; nothing is sent there"
     if parts.username or parts.password:
         return f"{shown}: a credential in the contract's URL is never sent; nothing is sent there"
-    if parts.scheme == "https" and _matches(host, tuple(h for h in policy.webhook_hosts if "://" not in h)):
-        return None
+    if parts.scheme == "https" and port in (None, HTTPS_PORT) and _matches(
+            host, tuple(h for h in policy.webhook_hosts if "://" not in h)):
+        return None  # a host entry is that host's https origin only: each other port would be an origin of its own
     origin = f"{parts.scheme}://{host}" + (f":{port}" if port else "")
     if any(_under(origin, parts.path, entry) for entry in policy.webhook_hosts if "://" in entry):
         return None  # the operator named this origin, or a path prefix of it, itself
     listed = ", ".join(origin_shown(h) if "://" in h else h for h in policy.webhook_hosts) or "none"
     return (f"{shown}: {origin} is not a webhook host the operator allows (DQ_ALERTS_WEBHOOK_HOSTS: {listed}; "
-            "an https host, or an origin or URL prefix written with its scheme); nothing is sent there")
+            "an https host on port 443, or an origin or URL prefix written with its scheme and port); nothing is "
+            "sent there")
+
+
+# what a server may read as another path: `%` escapes, `;` parameters (`..;` is `..` to Tomcat and
+# Spring), `\\` (a `/` to IIS and some proxies); and a segment of dots only (`.`, `..`, `...`)
+_NORMALISED = ("%", ";", "\\")
 
 
 def _under(origin: str, path: str, entry: str) -> bool:
     """A URL of `origin` and `path` is one the operator's entry `scheme://host[:port][/prefix/]` allows:
     the same origin, and (when the entry has a path) a path under its prefix, whole segments only. A
-    path that a server could read as another (`..`, `.`, an encoded `/`, `.` or `%`) is under no prefix."""
+    path that a server could read as another (a segment of dots, a `%` escape, a `;` or a `\\`) is under no prefix."""
     try:
         allowed = urlsplit(entry.strip())
         allowed_origin = f"{allowed.scheme.lower()}://{(allowed.hostname or '').lower()}" + (
@@ -219,7 +228,8 @@ def _under(origin: str, path: str, entry: str) -> bool:
     prefix = allowed.path.rstrip("/")
     if not prefix:
         return True
-    if "%" in path or any(segment in (".", "..") for segment in path.split("/")):
+    if any(char in path for char in _NORMALISED) or any(
+            segment.strip(".") == "" and segment for segment in path.split("/")):
         return False
     return path == prefix or path.startswith(prefix + "/")
 
