@@ -1,0 +1,34 @@
+"""A folder of contracts walked within bounds: a folder that cannot be read is an error at its
+path, and past MAX_FOLDER_ENTRIES names the walk stops with an error (`diff /` reads no disk)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+# names looked at under one folder given (files and folders, hidden ones not entered): a folder of
+# contracts holds far fewer; a walk of `/`, a home folder or a mount stops here, and says so
+MAX_FOLDER_ENTRIES = 100_000
+
+
+def walk_folder(folder: Path, suffixes: tuple[str, ...]) -> tuple[list[Path], list[tuple[str, str]]]:
+    """The files under `folder` whose name ends in one of `suffixes` (in lower case), no hidden
+    folder entered and no symbolic link to a folder followed, sorted; and (path, why) for each
+    folder that could not be read, or for the walk that passed the limit (then nothing is found)."""
+    found: list[Path] = []
+    failed: list[tuple[str, str]] = []
+
+    def unreadable(error: OSError) -> None:
+        failed.append((str(error.filename or folder), f"cannot be read as a folder of contracts "
+                                                    f"({error.strerror or type(error).__name__})"))
+
+    seen = 0
+    for top, folders, files in os.walk(folder, onerror=unreadable):
+        folders[:] = sorted(f for f in folders if not f.startswith("."))
+        seen += len(folders) + len(files)
+        if seen > MAX_FOLDER_ENTRIES:
+            return [], [(str(folder), f"holds more than {MAX_FOLDER_ENTRIES:,} files and folders: not read as "
+                                      "a folder of contracts; name the folder that holds them")]
+        found.extend(Path(top, name) for name in files
+                     if not name.startswith(".") and name.lower().endswith(suffixes))
+    return sorted(found), failed
