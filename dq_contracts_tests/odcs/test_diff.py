@@ -206,3 +206,24 @@ def test_a_folder_side_is_walked_within_bounds(case, files, limit, error, tmp_pa
     else:
         assert report_text(result)[0].startswith(error), report_text(result)
         assert exit_code(result, allow_breaking=True) == 1, report_text(result)
+
+
+FAKE = "x\n  ok        t: fake\r\n1 breaking change(s)\t"
+# (case, what the new side adds; the old side has none of it): a contract's text holding line
+# breaks, shown in the text report, stays on its line (escaped), so it cannot fake the report's lines
+ONE_LINE = [
+    ("an object's description", {"object": {"description": FAKE}}),
+    ("an object's tags", {"object": {"tags": [FAKE]}}),
+    ("a column's classification", {"properties": [{"name": "a", "logicalType": "string", "classification": FAKE}]}),
+    ("a column's description", {"properties": [{"name": "a", "logicalType": "string", "description": FAKE}]}),
+]
+
+
+@pytest.mark.parametrize("case, added", ONE_LINE, ids=[r[0] for r in ONE_LINE])
+def test_contract_text_in_the_text_report_stays_on_its_line(case, added, tmp_path):
+    base = {"properties": [{"name": "a", "logicalType": "string"}]}
+    result = _diff({"old": base, "new": {**base, **added}}, tmp_path)
+    lines = report_text(result)
+    assert not any(set(line) & set("\n\r\t") for line in lines), lines
+    assert not [line for line in lines if "fake" in line and "\\n  ok" not in line], lines
+    assert lines[-1].endswith("not breaking") or lines[-1].endswith("version bump wrong"), lines
