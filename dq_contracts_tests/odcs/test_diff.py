@@ -165,8 +165,8 @@ def test_every_corpus_contract_without_its_first_column_breaks(tmp_path):
     assert tried >= 20, tried
 
 
-# (case, a folder side's files (None: a folder the walk cannot read), the limit of names walked,
-#  the error said at its path, or None when the folder is compared)
+# (case, a folder side's files (None: a folder the walk cannot read), the limit of names walked
+#  (negative: the limit of bytes), the error said at its path, or None when the folder is compared)
 FOLDERS = [
     ("a folder of contracts", {"a/c.odcs.yaml": "contract"}, 100, None),
     ("a subfolder that cannot be read", {"a/c.odcs.yaml": "contract", "a/locked": None}, 100,
@@ -174,6 +174,8 @@ FOLDERS = [
     ("the folder itself cannot be read", {"a": None}, 100, "a: cannot be read as a folder of contracts"),
     ("more names than the limit", {f"a/{i}.txt": "x" for i in range(6)}, 5,
      "a: holds more than 5 files and folders: not read"),
+    ("more bytes of contract files than the limit", {"a/big.json": "x" * 2048}, -1024,
+     "a: holds more than 0 MiB of contract files (.yaml, .yml, .json): not read"),
     ("hidden folders are not walked", {"a/c.odcs.yaml": "contract", **{f"a/.git/{i}": "x" for i in range(9)}}, 5,
      None),
 ]
@@ -198,7 +200,10 @@ def test_a_folder_side_is_walked_within_bounds(case, files, limit, error, tmp_pa
             raise PermissionError(13, "Permission denied", os.fspath(path))
         return scandir(path)
     monkeypatch.setattr(os, "scandir", refusing)
-    monkeypatch.setattr(walk, "MAX_FOLDER_ENTRIES", limit)
+    if limit < 0:  # a limit on bytes
+        monkeypatch.setattr(walk, "MAX_FOLDER_BYTES", -limit)
+    else:
+        monkeypatch.setattr(walk, "MAX_FOLDER_ENTRIES", limit)
     monkeypatch.chdir(tmp_path)
     result = diff_paths("a", "c.odcs.yaml")
     if error is None:
