@@ -216,17 +216,9 @@ def find_contract_files(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[P
     for raw in paths:
         path = Path(raw)
         if os.path.isdir(path):
-            real_folder = os.path.realpath(path)
-            candidates, unreadable = walk_folder(path, DATA_SUFFIXES)
-            problems.extend(Problem(where, why) for where, why in unreadable)  # as the path was given
-            for candidate in candidates:
-                if os.path.isfile(candidate):  # never raises: a link it cannot follow is no file
-                    if not os.path.realpath(candidate).startswith(real_folder.rstrip(os.sep) + os.sep):
-                        # a symlink out of the folder (/proc/kmsg blocks whoever reads it)
-                        problems.append(Problem(display_path(candidate), "a symbolic link to a file outside "
-                                                "the folder loaded; not read"))
-                        continue
-                    found[candidate] = None
+            candidates, refused = walk_folder(path, DATA_SUFFIXES)
+            problems.extend(Problem(where, why) for where, why in refused)
+            found.update(dict.fromkeys(candidates))
         elif os.path.isfile(path):
             found[path] = None
         elif os.path.exists(path):  # never read (it may block); the shell's <(git show …) is one

@@ -17,7 +17,8 @@ MAX_FOLDER_BYTES = 512 * 1024 * 1024
 def walk_folder(folder: Path, suffixes: tuple[str, ...]) -> tuple[list[Path], list[tuple[str, str]]]:
     """The files under `folder` whose name ends in one of `suffixes` (in lower case), no hidden
     folder entered and no symbolic link to a folder followed, sorted; and (path, why) for each
-    folder that could not be read, or for the walk that passed a limit (then nothing is found)."""
+    folder that could not be read, each link out of it, or the walk that passed a limit (then
+    nothing is found)."""
     found: list[Path] = []
     failed: list[tuple[str, str]] = []
 
@@ -39,7 +40,28 @@ def walk_folder(folder: Path, suffixes: tuple[str, ...]) -> tuple[list[Path], li
         if size > MAX_FOLDER_BYTES:
             return [], [(str(folder), f"holds more than {MAX_FOLDER_BYTES // 1024 // 1024:,} MiB of contract files "
                                       f"({', '.join(suffixes)}): not read; name the folder that holds the contracts")]
-    return sorted(found), failed
+    return _inside(folder, sorted(found), failed)
+
+
+def _inside(folder: Path, found: list[Path], failed: list[tuple[str, str]]) -> tuple[list[Path], list[tuple[str, str]]]:
+    """The files found that are files inside the folder; a symbolic link out of it (/proc/kmsg blocks
+    whoever reads it) is refused, said at its path."""
+    real_folder = os.path.realpath(folder).rstrip(os.sep) + os.sep
+    inside = []
+    for candidate in found:
+        if os.path.isfile(candidate):  # never raises: a link it cannot follow is no file
+            if os.path.realpath(candidate).startswith(real_folder):
+                inside.append(candidate)
+            else:
+                failed.append((_shown(candidate), "a symbolic link to a file outside the folder loaded; not read"))
+    return inside, failed
+
+
+def _shown(path: Path) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return str(path)
 
 
 def _size(path: Path) -> int:
