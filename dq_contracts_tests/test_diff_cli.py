@@ -98,7 +98,10 @@ def test_an_unreadable_side_is_an_error_at_its_line_and_nothing_is_compared(tmp_
                            (".venv/bin/dq-contracts diff <(git show HEAD:contracts/orders.odcs.yaml) "
                             "contracts/orders.odcs.yaml", "not a regular file (a pipe such as the shell's <(…)"),
                            (r"printf 'id: x\377' | .venv/bin/dq-contracts diff - contracts/orders.odcs.yaml",
-                            "<stdin>: not UTF-8 text")):
+                            "<stdin>: not UTF-8 text"),
+                           # a folder too large to be one of contracts (its walk stops, bounded)
+                           (".venv/bin/dq-contracts diff / contracts/orders.odcs.yaml",
+                            "/: holds more than 100,000 files and folders: not read")):
         done = run(command, shop)
         assert done.returncode == 1, (command, done.stderr)
         assert where in done.stderr, (command, done.stderr)

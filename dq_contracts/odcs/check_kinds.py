@@ -41,6 +41,9 @@ PRIMARY_KEY = "primaryKey"
 OFFENDING_ROWS = "rows that break the clause"
 ROWS_OF_THE_PARTITION = "the partition's rows"
 PERCENT_OF_THE_PARTITION = "the partition's rows; a percent is of the partition's rows"
+ROWS = "rows"
+# the observed units that are whole numbers of rows: diff compares their thresholds on whole numbers
+COUNTED = (OFFENDING_ROWS, ROWS)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -97,7 +100,7 @@ CHECK_KINDS: dict[str, CheckKind] = {k.name: k for k in [
     CheckKind(name="multiple_of", clauses=("option:multipleOf",), params=MultipleParams, reach=PER_PARTITION,
               reach_why=ROWS_OF_THE_PARTITION, observed_unit=OFFENDING_ROWS, dimension=None, warn_level=False, clean=None),
     CheckKind(name="row_count", clauses=("metric:rowCount",), params=Params, reach=PER_PARTITION,
-              reach_why="the bounds apply to each partition's rows", observed_unit="rows", dimension=None, warn_level=True, clean=None),
+              reach_why="the bounds apply to each partition's rows", observed_unit=ROWS, dimension=None, warn_level=True, clean=None),
     CheckKind(name="freshness", clauses=("sla:latency",), params=FreshnessParams, reach=TABLE_WIDE,
               reach_why="the newest value of the whole table: an old partition would always be stale",
               observed_unit="seconds of age", dimension="timeliness", warn_level=False, clean=None),

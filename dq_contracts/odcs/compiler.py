@@ -66,6 +66,8 @@ def _element_clauses(prop: dict, here: list, obj: dict, object_name: str, ctx: _
 
     for why, where in levels.misplaced(prop, here):  # a warn level the flags cannot have: never silently dropped
         ctx.problem(where, why, reach=Reach.CLAUSE)
+    if (unknown := nested.unknown_classification(prop)) is not None:
+        ctx.problem([*here, "classification"], unknown, "warning", reach=Reach.CLAUSE)
     if below and prop.get("primaryKey") is True:  # top-level keys are gathered by _with_primary_key
         yield clause("primaryKey", [*here, "primaryKey"], True)
     if prop.get("required") is True:

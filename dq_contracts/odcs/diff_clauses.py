@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 from decimal import Decimal
 from fractions import Fraction
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from dq_contracts.odcs.check_kinds import CHECK_KINDS, COUNTED
 from dq_contracts.odcs.plans import CheckPlan
 from dq_contracts.odcs.servers import SERVER_TYPES
 from dq_contracts.odcs.sqlrules import PLACEHOLDER, RESERVED
@@ -124,13 +126,38 @@ def _conditions(check: CheckPlan, conditions: tuple | None = None) -> Any:
     conditions = check.conditions if conditions is None else conditions
     if not all(c.operator in _OPERATOR_INTERVAL for c in conditions):
         return _exact(check.unit, [(c.operator, c.value) for c in conditions])
-    accepted = Intervals((Interval(),))
+    counted = CHECK_KINDS[check.kind].observed_unit in COUNTED and check.unit != "percent"
+    accepted = Intervals((Interval(lo=0) if counted else Interval(),))
     try:
         for condition in conditions:
             accepted = accepted.meet(_OPERATOR_INTERVAL[condition.operator](condition.value))
+        if counted:
+            accepted = _on_whole_numbers(accepted)
     except TypeError:  # values that cannot be ordered (a text beside a number): compared as written
         return _exact(check.unit, [(c.operator, c.value) for c in conditions])
     return ("interval", check.unit, accepted)
+
+
+def _on_whole_numbers(accepted: Intervals) -> Intervals:
+    """What a count's conditions accept, as the whole numbers they accept (each part's closed
+    integer ends): `< 1` and `= 0` accept one count, 0, and so do `≤ 0.5` and `< 0.5`; parts that
+    come to touch (`not between 4.5 and 4.6`) are one."""
+    parts: list[Interval] = []
+    for part in accepted.parts:
+        try:
+            lo = None if part.lo is None else math.floor(part.lo) + 1 if part.lo_strict else math.ceil(part.lo)
+            hi = None if part.hi is None else math.ceil(part.hi) - 1 if part.hi_strict else math.floor(part.hi)
+        except (OverflowError, ValueError):  # an infinite or NaN end: the part as it is
+            parts.append(part)
+            continue
+        whole = Interval(lo, False, hi, False)
+        if whole.empty:
+            continue
+        if parts and parts[-1].hi is not None and lo is not None and not parts[-1].hi_strict \
+                and lo <= parts[-1].hi + 1:
+            whole = Interval(parts.pop().lo, False, hi, False)
+        parts.append(whole)
+    return Intervals(tuple(parts))
 
 
 def warn_level_change(was: CheckPlan, now: CheckPlan) -> str | None:

@@ -15,6 +15,7 @@ from dq_contracts.odcs.load import load_contracts
 from dq_contracts.odcs.loader import MAX_FILE_BYTES, display_path
 from dq_contracts.odcs.plans import ContractPlan
 from dq_contracts.odcs.problems import Problem, contract_errors_of
+from dq_contracts.odcs.visible import one_line
 
 STDIN = "-"
 STDIN_SHOWN = "<stdin>"
@@ -104,8 +105,9 @@ def _side(plan: ContractPlan | None) -> dict[str, Any] | None:
 
 
 def report_text(result: DiffResult) -> list[str]:
+    """The report, one line per entry: every text of a contract in it on its line (`one_line`)."""
     if result.errors:
-        return [e.render() for e in result.errors]
+        return [one_line(e.render()) for e in result.errors]
     lines: list[str] = []
     for d in result.diffs:
         lines.append(f"{_title(d.old)} → {_title(d.new)}")
@@ -113,18 +115,18 @@ def report_text(result: DiffResult) -> list[str]:
             lines.append("  no change")
         for change in d.changes:
             mark = "BREAKING" if change.breaking else "ok      "
-            at = f"  ({change.location})" if change.location else ""
-            detail = f": {change.detail}" if change.detail else ""
-            lines.append(f"  {mark}  {change.where}: {change.words}{detail}{at}")
+            at = f"  ({one_line(change.location)})" if change.location else ""
+            detail = f": {one_line(change.detail)}" if change.detail else ""
+            lines.append(f"  {mark}  {one_line(change.where)}: {one_line(change.words)}{detail}{at}")
         fates = {fate: [f for f in d.checks if f.fate == fate] for fate in ("kept", "new", "gone")}
         lines.append(f"  Dagster history: {len(fates['kept'])} check(s) keep theirs, {len(fates['new'])} new, "
                      f"{len(fates['gone'])} gone")
         for fate, words in (("new", "new (no history yet)"),
                             ("gone", "gone (no longer evaluated; its history stays in the instance)")):
             for f in fates[fate]:
-                lines.append(f"    {words}: {f.name} on {'/'.join(f.asset_key)}")
+                lines.append(f"    {words}: {one_line(f.name)} on {one_line('/'.join(f.asset_key))}")
         if d.version_problem:
-            lines.append(f"  version: {d.version_problem}")
+            lines.append(f"  version: {one_line(d.version_problem)}")
     breaking = sum(len(d.breaking) for d in result.diffs)
     lines.append(f"{breaking} breaking change(s), {sum(len(d.changes) for d in result.diffs) - breaking} not breaking"
                  f"{', version bump wrong' if result.version_problems else ''}")
@@ -132,5 +134,5 @@ def report_text(result: DiffResult) -> list[str]:
 
 
 def _title(plan: ContractPlan | None) -> str:
-    return "(none)" if plan is None else f"{plan.file} {plan.id} {plan.version}"
+    return "(none)" if plan is None else one_line(f"{plan.file} {plan.id} {plan.version}")
 

@@ -29,19 +29,22 @@ FEW_VALUES = 10  # a text column with at most this many distinct values gets its
 # stems it holds anywhere once separators are dropped (`birth` in `dateOfBirth`, `nationalid` in
 # `National_ID`). Erring wide costs a suggestion; erring narrow writes a person's data into a file.
 PERSONAL = (
-    ("contact", ("ip", "zip", "tel", "fax", "city", "mobile", "msisdn", "imei", "mac"),
-     ("mail", "phone", "address", "street", "postcode", "postal", "zipcode")),
+    ("contact", ("ip", "ipv4", "ipv6", "zip", "tel", "fax", "city", "mobile", "msisdn", "imei", "mac"),
+     ("mail", "phone", "address", "ipaddr", "street", "postcode", "postal", "zipcode")),
     ("identity", ("age", "sex", "user", "login", "alias", "nick", "face"),
      ("name", "gender", "nationality", "citizenship", "maiden", "signature", "photo")),
     ("location", ("lat", "lon", "lng", "gps", "geo"), ("latitude", "longitude", "geoloc", "coordinate")),
     ("date of birth", ("dob", "born"), ("birth",)),
-    ("government id", ("ssn", "sin", "nin", "tin", "nhs", "ein", "npi", "bsn", "cpf", "nric", "aadhaar", "visa"),
+    ("government id", ("ssn", "sin", "nin", "tin", "nhs", "ein", "npi", "bsn", "cpf", "nric", "aadhaar", "visa", "dni",
+      "vin"),
      ("passport", "nationalid", "nationalinsurance", "socialsecurity", "tax", "license", "licence", "idcard",
       "idnumber", "residency")),
-    ("financial", ("pan", "cvv", "cvc", "bic", "swift", "pin", "wage", "wages", "bonus", "debt", "loan"),
+    ("financial", ("pan", "cc", "cvv", "cvc", "bic", "swift", "pin", "wage", "wages", "bonus", "debt", "loan"),
      ("salary", "income", "iban", "account", "card", "credit", "earning", "payroll", "bank", "networth",
       "mortgage", "pension")),
-    ("credentials", ("pwd", "otp"), ("password", "passwd", "secret", "token", "apikey", "credential")),
+    ("credentials", ("pwd", "otp", "salt", "hash"),
+     ("password", "passwd", "secret", "token", "apikey", "credential", "privatekey")),
+    ("criminal record", (), ("criminal", "conviction", "offence", "offense")),  # GDPR art. 10
     # the special categories of GDPR art. 9
     ("health", ("bmi", "icd", "hiv", "covid"),
      ("health", "medic", "diagnos", "disease", "illness", "disab", "pregnan", "symptom", "prescri", "allerg",

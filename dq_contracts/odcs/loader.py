@@ -27,6 +27,7 @@ from typing import Any, Iterable, Sequence
 import yaml
 
 from dq_contracts.odcs.problems import Problem
+from dq_contracts.odcs.walk import walk_folder
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 MAX_DEPTH = 64
@@ -214,20 +215,13 @@ def find_contract_files(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[P
     problems: list[Problem] = []
     for raw in paths:
         path = Path(raw)
-        if path.is_dir():
-            real_folder = os.path.realpath(path)
-            for candidate in sorted(path.rglob("*")):
-                if candidate.is_file() and candidate.name.lower().endswith(DATA_SUFFIXES):
-                    if not any(part.startswith(".") for part in candidate.relative_to(path).parts):
-                        if not os.path.realpath(candidate).startswith(real_folder.rstrip(os.sep) + os.sep):
-                            # a symlink out of the folder (/proc/kmsg blocks whoever reads it)
-                            problems.append(Problem(display_path(candidate), "a symbolic link to a file outside "
-                                                    "the folder loaded; not read"))
-                            continue
-                        found[candidate] = None
-        elif path.is_file():
+        if os.path.isdir(path):
+            candidates, refused = walk_folder(path, DATA_SUFFIXES)
+            problems.extend(Problem(where, why) for where, why in refused)
+            found.update(dict.fromkeys(candidates))
+        elif os.path.isfile(path):
             found[path] = None
-        elif path.exists():  # never read (it may block); the shell's <(git show …) is one
+        elif os.path.exists(path):  # never read (it may block); the shell's <(git show …) is one
             problems.append(Problem(str(raw), "not a regular file (a pipe such as the shell's <(…), a device, a "
                                     "socket): not read; write it to a file, or give it to diff as - on stdin"))
         else:
@@ -488,7 +482,7 @@ def read_document(path: Path, *, explicit: bool = False) -> tuple[LoadedDocument
 def load_documents(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[LoadedDocument], list[Problem]]:
     """Read every contract under `paths`; files named on the command line are always contracts."""
     paths = list(paths)
-    named = {Path(p) for p in paths if Path(p).is_file()}
+    named = {Path(p) for p in paths if os.path.isfile(p)}
     files, problems = find_contract_files(paths)
     documents: list[LoadedDocument] = []
     for file in files:

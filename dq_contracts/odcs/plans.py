@@ -302,7 +302,21 @@ class ColumnPlan:
         return f"{own} (from {self.classified_by})" if self.classified_by else own
 
 
-CLASSIFIED = {"confidential", "restricted", "pii", "sensitive", "secret"}
+# the words known to classify a column, and the only words that leave it unclassified: any other
+# word classifies it too (fail safe: `highly confidential`, `PHI`, a misspelling), and validate warns
+CLASSIFYING = ("confidential", "restricted", "pii", "sensitive", "secret")
+NOT_CLASSIFYING = ("public", "internal", "unclassified", "none")
+
+
+class _Classifying:
+    """`word in CLASSIFIED`, for a classification in lower case without its spaces around: every
+    word but the empty one and NOT_CLASSIFYING's."""
+
+    def __contains__(self, word: object) -> bool:
+        return bool(word) and word not in NOT_CLASSIFYING
+
+
+CLASSIFIED = _Classifying()
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,13 @@ def visible_all(value: Any) -> Any:
     return value
 
 
+def one_line(text: Any) -> str:
+    """`visible(text)` on one line: its line breaks and tabs written `\\n`, `\\r`, `\\t`, for a
+    report whose every line is one of its own (a contract's text cannot make a line that looks like
+    the report's)."""
+    return visible(text).replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+
+
 def described(text: Any) -> str:
     """`visible(text)` as Markdown that loads nothing: Dagster renders descriptions as Markdown, where
     `![t](https://…)` fetches an image and raw HTML (`<img src=…>`) is HTML when a person opens the

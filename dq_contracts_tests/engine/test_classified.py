@@ -19,10 +19,10 @@ PLANTED = "999-88-7777"
 PLANTED_TIME = "2026-05-31 07:41:13"
 
 
-def contract(cid: str, server: dict, table: str, ssn: str, *, classified: bool, asset: str) -> dict:
+def contract(cid: str, server: dict, table: str, ssn: str, *, classified: bool, asset: str, word: str = "pii") -> dict:
     """One object on `table`: its `ssn` column (named as given) with a pattern its value misses, and
-    a freshness SLA on `seen_at`; the classification only where `classified`."""
-    mark = {"classification": "pii"} if classified else {}
+    a freshness SLA on `seen_at`; the classification (`word`) only where `classified`."""
+    mark = {"classification": word} if classified else {}
     return {"apiVersion": "v3.1.0", "kind": "DataContract", "id": cid, "version": "1.0.0", "status": "active",
             "servers": [server],
             "schema": [{"name": "people", "physicalName": table,
@@ -130,6 +130,44 @@ def test_a_column_is_classified_if_any_contract_of_its_table_says_so(two_servers
         assert [Path(f.group(1)).resolve() for f in found if f] == ([tmp_path / "a.odcs.yaml"] if shared else [])
         assert len(found) == len(other)
 
+
+
+# (classification as written, is the column classified, validate's warning (None: no warning)). Only
+# the known words of no sensitivity leave a column unclassified: any other word classifies it, and
+# a word not known is a warning saying what it may have meant (plans.CLASSIFIED).
+WORDS = [
+    ("pii", True, None), (" Restricted ", True, None), ("SECRET", True, None),
+    ("highly confidential", True, "'highly confidential' is not one of .* \\(did you mean 'confidential'\\?\\)"),
+    ("PHI", True, "'PHI' is not one of [^(]*: the column is taken as classified"),
+    ("confidentail", True, "did you mean 'confidential'"), ("personal data", True, "is not one of"),
+    ("publik", True, "did you mean 'public'"), ("0", True, "'0' is not one of"),
+    ("public", False, None), ("Internal", False, None), ("unclassified", False, None), ("none", False, None),
+]
+
+
+@pytest.mark.parametrize("word, classified, warning", WORDS, ids=[r[0] for r in WORDS])
+def test_a_classification_word_not_known_classifies_the_column(two_servers, tmp_path, capsys, monkeypatch, word,
+                                                               classified, warning):
+    _, servers, environ, writers = two_servers
+    with writers[0].begin() as c:
+        for statement in people():
+            c.exec_driver_sql(statement)
+    writers[0].dispose()
+    doc = contract("a", servers[0], "people", "ssn", classified=True, asset="a/people", word=word)
+    (tmp_path / "a.odcs.yaml").write_text(yaml.safe_dump(doc))
+    for key, value in environ.items():
+        monkeypatch.setenv(key, value)
+    capsys.readouterr()
+    assert cli.main(["validate", str(tmp_path / "a.odcs.yaml")]) == 0
+    said = capsys.readouterr().out
+    warnings = [line for line in said.splitlines() if "warning: schema.people.properties" in line]
+    assert len(warnings) == (0 if warning is None else 2), said  # one per column (ssn, seen_at)
+    assert all(re.search(warning, w) for w in warnings), said
+    cli.main(["check", str(tmp_path / "a.odcs.yaml"), "--format", "json"])
+    out = capsys.readouterr().out
+    pattern = next(r for r in json.loads(out)["results"] if r["kind"] == "pattern")
+    assert (PLANTED in out) is not classified, out
+    assert pattern["samples"] == ([] if classified else [PLANTED]), out
 
 
 def test_a_relationship_reads_a_table_as_classified_as_any_contract_of_it_says(tmp_path, capsys):

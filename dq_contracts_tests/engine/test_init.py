@@ -350,7 +350,8 @@ def test_init_writes_what_was_measured_and_nothing_personal(tmp_path, warehouse,
         assert ".nan" not in text.lower() and ".inf" not in text.lower(), text
 
 
-def test_init_against_withholds_what_the_contract_classifies(tmp_path, drawn):
+@pytest.mark.parametrize("word", ["restricted", "highly confidential", "PHI"])  # a word not known classifies too
+def test_init_against_withholds_what_the_contract_classifies(tmp_path, drawn, word):
     """A column the compared contract classifies is read as a personal one: its new values and range
     are not read, so the diff shows none of them."""
     source, env, change = drawn
@@ -359,7 +360,7 @@ def test_init_against_withholds_what_the_contract_classifies(tmp_path, drawn):
     doc = yaml.safe_load(contract.read_text())
     for prop in doc["schema"][0]["properties"]:
         if prop["name"] in ("status", "amount"):
-            prop["classification"] = "restricted"
+            prop["classification"] = word
     contract.write_text(yaml.safe_dump(doc, sort_keys=False))
     change("UPDATE orders SET status = 'lost', amount = 5000 WHERE order_id = 2")
     proc = _cli(tmp_path, "init", *source, "--against", "contracts/c.odcs.yaml")

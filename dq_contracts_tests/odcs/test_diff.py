@@ -3,6 +3,7 @@ found (each breaking or not), each Dagster check's history (kept, new, gone), th
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,8 @@ import yaml
 from dq_contracts.odcs.check_kinds import CHECK_KINDS
 from dq_contracts.odcs.diff import CHANGE_KINDS, FAMILIES
 from dq_contracts.odcs.diff_clauses import ASPECTS, FAMILY_OF_KIND
-from dq_contracts.odcs.diff_report import diff_paths, exit_code
+from dq_contracts.odcs import walk
+from dq_contracts.odcs.diff_report import diff_paths, exit_code, report_text
 from dq_contracts_tests.support import CORPUS
 
 CASES = yaml.safe_load((Path(__file__).parent / "cases" / "diff.yaml").read_text())
@@ -161,3 +163,72 @@ def test_every_corpus_contract_without_its_first_column_breaks(tmp_path):
         assert [c.where for c in removed] == [f"{objects[0]['name']}.{gone['name']}"], (path, found.changes)
         assert removed[0].breaking and exit_code(result, allow_breaking=False) == 1
     assert tried >= 20, tried
+
+
+# (case, a folder side's files (None: a folder the walk cannot read), the limit of names walked
+#  (negative: the limit of bytes), the error said at its path, or None when the folder is compared)
+FOLDERS = [
+    ("a folder of contracts", {"a/c.odcs.yaml": "contract"}, 100, None),
+    ("a subfolder that cannot be read", {"a/c.odcs.yaml": "contract", "a/locked": None}, 100,
+     "a/locked: cannot be read as a folder of contracts (Permission denied)"),
+    ("the folder itself cannot be read", {"a": None}, 100, "a: cannot be read as a folder of contracts"),
+    ("more names than the limit", {f"a/{i}.txt": "x" for i in range(6)}, 5,
+     "a: holds more than 5 files and folders: not read"),
+    ("more bytes of contract files than the limit", {"a/big.json": "x" * 2048}, -1024,
+     "a: holds more than 0 MiB of contract files (.yaml, .yml, .json): not read"),
+    ("hidden folders are not walked", {"a/c.odcs.yaml": "contract", **{f"a/.git/{i}": "x" for i in range(9)}}, 5,
+     None),
+]
+
+
+@pytest.mark.parametrize("case, files, limit, error", FOLDERS, ids=[r[0] for r in FOLDERS])
+def test_a_folder_side_is_walked_within_bounds(case, files, limit, error, tmp_path, monkeypatch):
+    contract = tmp_path / "c.odcs.yaml"
+    contract.write_text(yaml.safe_dump(build({"properties": [{"name": "a", "logicalType": "string"}]}, "1.0.0")))
+    locked = set()
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        if text is None:
+            (tmp_path / name).mkdir(exist_ok=True)
+            locked.add(name)
+        else:
+            (tmp_path / name).write_text(contract.read_text() if text == "contract" else text)
+    scandir = os.scandir
+
+    def refusing(path="."):  # chmod cannot lock out root: the walk is refused as a locked folder refuses it
+        if os.fspath(path) in locked:
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return scandir(path)
+    monkeypatch.setattr(os, "scandir", refusing)
+    if limit < 0:  # a limit on bytes
+        monkeypatch.setattr(walk, "MAX_FOLDER_BYTES", -limit)
+    else:
+        monkeypatch.setattr(walk, "MAX_FOLDER_ENTRIES", limit)
+    monkeypatch.chdir(tmp_path)
+    result = diff_paths("a", "c.odcs.yaml")
+    if error is None:
+        assert result.errors == [] and len(result.diffs) == 1, [e.render() for e in result.errors]
+    else:
+        assert report_text(result)[0].startswith(error), report_text(result)
+        assert exit_code(result, allow_breaking=True) == 1, report_text(result)
+
+
+FAKE = "x\n  ok        t: fake\r\n1 breaking change(s)\t"
+# (case, what the new side adds; the old side has none of it): a contract's text holding line
+# breaks, shown in the text report, stays on its line (escaped), so it cannot fake the report's lines
+ONE_LINE = [
+    ("an object's description", {"object": {"description": FAKE}}),
+    ("an object's tags", {"object": {"tags": [FAKE]}}),
+    ("a column's classification", {"properties": [{"name": "a", "logicalType": "string", "classification": FAKE}]}),
+    ("a column's description", {"properties": [{"name": "a", "logicalType": "string", "description": FAKE}]}),
+]
+
+
+@pytest.mark.parametrize("case, added", ONE_LINE, ids=[r[0] for r in ONE_LINE])
+def test_contract_text_in_the_text_report_stays_on_its_line(case, added, tmp_path):
+    base = {"properties": [{"name": "a", "logicalType": "string"}]}
+    result = _diff({"old": base, "new": {**base, **added}}, tmp_path)
+    lines = report_text(result)
+    assert not any(set(line) & set("\n\r\t") for line in lines), lines
+    assert not [line for line in lines if "fake" in line and "\\n  ok" not in line], lines
+    assert lines[-1].endswith("not breaking") or lines[-1].endswith("version bump wrong"), lines

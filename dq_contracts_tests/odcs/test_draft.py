@@ -29,6 +29,13 @@ NAMES = [  # name, personal
     ("latitude", True), ("blood_type", True), ("is_pregnant", True),
     ("trace_id", False), ("amount", False), ("placed", False), ("updated_at", False), ("quantity", False),
     ("priority", False), ("sku", False),
+    # credentials, cards, criminal records (GDPR art. 10), ids of people and their things
+    ("pwd", True), ("passwd", True), ("pin", True), ("api_key", True), ("apikey", True), ("private_key", True),
+    ("otp", True), ("credential", True), ("salt", True), ("hash", True), ("cvc", True), ("cc_number", True),
+    ("diagnosis", True), ("religion", True), ("ethnicity", True), ("sex", True), ("sexual_orientation", True),
+    ("political_party", True), ("criminal_record", True), ("dni", True), ("vin", True), ("imei", True),
+    ("ipaddr", True), ("login", True), ("license_plate", True), ("client_ip_address", True),
+    ("accent", False), ("vintage", False), ("hashtag_count", False), ("success", False), ("pinned", False),
 ]
 
 

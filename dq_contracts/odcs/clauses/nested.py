@@ -8,6 +8,7 @@ array's items counts items, not rows.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import Any
 
 from dq_contracts.odcs.names import dagster_name
@@ -74,12 +75,12 @@ def refusal(kind: str, path: tuple[tuple[str, dict], ...], rule: Any, dialect: s
     return None
 
 
-def classified(path: tuple[tuple[str, dict], ...], words: set[str]) -> bool:
+def classified(path: tuple[tuple[str, dict], ...], words: Container[str]) -> bool:
     """Whether any property on the path is classified: its values are then never sampled."""
     return any(str(prop.get("classification") or "").strip().lower() in words for _, prop in path)
 
 
-def classified_below(prop: dict[str, Any], words: set[str], depth: int = 0) -> str | None:
+def classified_below(prop: dict[str, Any], words: Container[str], depth: int = 0) -> str | None:
     """`ssn: pii`, `[]: secret`: the first field or item below a property that is classified (its
     path from the property, and its classification), or None. A column any part of which is
     classified is a classified column: its value, whole, holds the classified one."""
@@ -97,7 +98,7 @@ def classified_below(prop: dict[str, Any], words: set[str], depth: int = 0) -> s
     return None
 
 
-def any_classified(prop: dict[str, Any], words: set[str]) -> bool:
+def any_classified(prop: dict[str, Any], words: Container[str]) -> bool:
     """The property itself or any field or item below it is classified."""
     return str(prop.get("classification") or "").strip().lower() in words or classified_below(prop, words) is not None
 
@@ -120,3 +121,18 @@ def declared_shape(prop: dict[str, Any], depth: int = 0) -> dict[str, Any] | Non
     if items is not None:
         shape["items"] = declared_shape(items, depth + 1) or {k: items[k] for k in _SHAPE_KEYS if k in items}
     return shape
+
+
+def unknown_classification(prop: dict[str, Any]) -> str | None:
+    """The warning for a `classification` that is neither a word known to classify nor one known
+    not to: it classifies the column all the same (plans.CLASSIFIED), so a word this tool does not
+    know never lets a value out; the warning says so and what it may have meant."""
+    from dq_contracts.odcs.plans import CLASSIFYING, NOT_CLASSIFYING
+    from dq_contracts.odcs.spelling import did_you_mean
+
+    word = str(prop.get("classification") or "").strip()
+    if not word or word.lower() in CLASSIFYING + NOT_CLASSIFYING:
+        return None
+    return (f"classification {word!r} is not one of {', '.join(CLASSIFYING + NOT_CLASSIFYING)}"
+            f"{did_you_mean(word.lower(), CLASSIFYING + NOT_CLASSIFYING)}: the column is taken as classified "
+            f"(no value of it leaves the database); write {' or '.join(NOT_CLASSIFYING[:2])} if it is not")
