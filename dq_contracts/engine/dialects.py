@@ -389,10 +389,15 @@ class Dialect:
     inline_values: bool
     # the schema the operator's URL itself names (a Spark URL's database, Databricks' `schema=`): what
     # a bare name means where the contract's server names none; None: the type's default schema
-    url_schema: Callable[[sa.URL], str | None] = lambda url: None
+    url_schema: Callable[[sa.URL], str | None]
     # the catalog the operator's URL reads (Databricks' `catalog=`): a contract's server naming another is
     # refused (connections._agrees), since its tables would be read in the URL's
-    url_catalog: Callable[[sa.URL], str | None] = lambda url: None
+    url_catalog: Callable[[sa.URL], str | None]
+
+
+def _no_name(url: sa.URL) -> str | None:
+    """A URL whose query names no schema or catalog of its own: the server's, else its type's default."""
+    return None
 
 
 GENERIC = Dialect(
@@ -402,7 +407,8 @@ GENERIC = Dialect(
     length=_length, epoch=_epoch, binary_text=None, nan=_nan_equal, catalog_columns=_catalog_columns, resolve_types=None,
     type_spellings=TYPE_SPELLINGS, measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT,
     distinct_counts_per_statement=DEFAULT_MEASURES_PER_STATEMENT, key_groups=False,
-    sample_arrays=True, checks_unvouched=False, field_access=None, unnest=None, json=None, inline_values=False)
+    sample_arrays=True, checks_unvouched=False, field_access=None, unnest=None, json=None, inline_values=False,
+    url_schema=_no_name, url_catalog=_no_name)
 
 # The warehouses reached through their own SQLAlchemy packages (pyproject's extras): GENERIC but for
 # what each row says. Snowflake begins a time-limited session but cannot make it read-only; the
@@ -442,7 +448,8 @@ DIALECTS: dict[str, Dialect] = {
         catalog_columns=_postgres_catalog, resolve_types=pg.resolve_types,
         type_spellings=TYPE_SPELLINGS, measures_per_statement=1500, distinct_counts_per_statement=1500,
         key_groups=False, sample_arrays=True, checks_unvouched=False, field_access=nested.field_of,
-        unnest=_called("unnest"), json=nested.POSTGRES_JSON, inline_values=False),
+        unnest=_called("unnest"), json=nested.POSTGRES_JSON, inline_values=False, url_schema=_no_name,
+        url_catalog=_no_name),
     # DuckDB holds a hash table for each distinct count at once
     "duckdb": Dialect(
         name="duckdb", driver="duckdb", engine_options=_duckdb_options, prepare=_duckdb_confine,
@@ -453,7 +460,8 @@ DIALECTS: dict[str, Dialect] = {
         type_spellings=TYPE_SPELLINGS,
         measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT, distinct_counts_per_statement=50,
         key_groups=True, why_not_read_only=None, sample_arrays=True, checks_unvouched=False,
-        field_access=nested.field_of, unnest=_called("unnest"), json=nested.DUCKDB_JSON, inline_values=True),
+        field_access=nested.field_of, unnest=_called("unnest"), json=nested.DUCKDB_JSON, inline_values=True,
+        url_schema=_no_name, url_catalog=_no_name),
     # MySQL and MariaDB (engine/dialect_mysql.py): read-only only by the operator's SELECT-only user;
     # a table holds at most 4,096 columns, so a statement of 1,000 measures is well within its limits
     "mysql": Dialect(
@@ -467,7 +475,8 @@ DIALECTS: dict[str, Dialect] = {
         why_not_read_only="starts a check session READ ONLY with a statement timeout, but the session itself could "
                           "undo READ ONLY, so only credentials that can only read (a user granted SELECT alone) "
                           "keep it read-only",
-        sample_arrays=False, checks_unvouched=False, field_access=None, unnest=None, json=None, inline_values=False),
+        sample_arrays=False, checks_unvouched=False, field_access=None, unnest=None, json=None, inline_values=False,
+        url_schema=_no_name, url_catalog=_no_name),
     **WAREHOUSE_DIALECTS,
     # Spark SQL (engine/spark.py): a Spark Thrift server through PyHive (`hive://`), and a Databricks SQL
     # warehouse through databricks-sqlalchemy (a URL built from `_HOST`… has no `http_path`: Databricks

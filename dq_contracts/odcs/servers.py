@@ -49,7 +49,7 @@ class ServerType:
     endpoint: tuple[tuple[str, str], ...]
     # the server's ODCS field naming the schema a bare table name is in: an ODCS Hive server has no
     # `schema`, its `database` is Spark's database (a schema)
-    schema_key: str = "schema"
+    schema_key: str
 
 
 ENDPOINT = (("host", "host"), ("port", "port"), ("database", "database"))
@@ -64,7 +64,8 @@ def _sql(names: tuple[str, ...], sqlglot: str | None, how: str, *, handling: Han
 
 
 def _not_enforced(name: str, why: str) -> ServerType:
-    return ServerType((name,), False, None, None, None, False, False, Handling.NOT_ENFORCED, why, None, ENDPOINT)
+    return ServerType((name,), False, None, None, None, False, False, Handling.NOT_ENFORCED, why, None, ENDPOINT,
+                      "schema")
 
 
 _URL_ONLY = "through the operator's `_URL` on `_READ_ONLY`, generic SQL; not tested here"
@@ -79,14 +80,14 @@ SERVER_TYPES: tuple[ServerType, ...] = (
          dialect="duckdb", default_schema="main", database_file=True, extra="duckdb"),
     # files DuckDB reads as tables: csv, parquet or json (FILE_FORMATS)
     ServerType(("local",), True, "duckdb", "duckdb", None, False, False, Handling.RUN,
-               "csv, parquet or json files read by DuckDB", "duckdb", ENDPOINT),
+               "csv, parquet or json files read by DuckDB", "duckdb", ENDPOINT, "schema"),
     *(ServerType((name,), True, "duckdb", "duckdb", None, False, False, Handling.UNTESTED,
                  "csv, parquet or json files read by DuckDB under a prefix the operator declares in `_REMOTE`; "
-                 "not tested here", "duckdb", ENDPOINT) for name in ("s3", "gcs", "azure")),
+                 "not tested here", "duckdb", ENDPOINT, "schema") for name in ("s3", "gcs", "azure")),
     # Iceberg tables through the operator's catalog, scanned by DuckDB as Arrow (engine/lake.py)
     ServerType(("iceberg",), True, "duckdb", "duckdb", None, False, False, Handling.RUN,
                "Iceberg tables through the operator's catalog (pyiceberg), scanned by DuckDB as Arrow", "iceberg",
-               ENDPOINT),
+               ENDPOINT, "schema"),
     # PostgreSQL's SQL, but which engine Google runs is not said by the type: reached through `_URL`
     _sql(("cloudsql",), "postgres", _URL_ONLY, case_sensitive=True),
     # not an ODCS type: SQLAlchemy's built-in dialect, on which the `_URL` + `_READ_ONLY` path is tested
