@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from dq_contracts_tests.support import REPO, clean_shell, duckdb_with, readme_blocks_of, readme_section
+from dq_contracts_tests.support import REPO, clean_shell, dg_project, duckdb_with, readme_blocks_of, readme_section
 
 EXTERNAL = "Checks of a table Dagster does not build"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -89,16 +89,8 @@ def test_an_external_tables_checks_run_from_dg_as_written(tmp_path):
     here: the layout is made offline, and the project's package is on PYTHONPATH instead of installed),
     holding the contract and data of "Your first contract"."""
     first = readme_blocks_of(readme_section("Your first contract"))
-    project = tmp_path / "shop"
+    project, _ = dg_project(tmp_path)  # its own environment is the clean shell's, below
     package = project / "src" / "shop"
-    (package / "defs").mkdir(parents=True)
-    (project / "pyproject.toml").write_text(
-        '[project]\nname = "shop"\nversion = "0.1.0"\n\n[tool.dg]\ndirectory_type = "project"\n\n'
-        '[tool.dg.project]\nroot_module = "shop"\n')
-    (package / "__init__.py").write_text("")
-    (package / "definitions.py").write_text(
-        "from pathlib import Path\n\nimport dagster as dg\n\n\n@dg.definitions\ndef defs():\n"
-        "    return dg.load_from_defs_folder(path_within_project=Path(__file__).parent)\n")
     link_the_installed_venv(project)
     # the contract and its data, as "Your first contract" writes them (its first data step and file)
     follow([b for b in first if b[0] == "yaml" and b[1].startswith("# contracts/")]
