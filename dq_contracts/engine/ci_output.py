@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 from enum import IntEnum
-from typing import Iterable, Sequence
-from xml.etree import ElementTree as ET
+import functools
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from dq_contracts.engine.results import CheckResult, Status
 from dq_contracts.engine.sentences import observed_text, said
@@ -20,6 +20,9 @@ from dq_contracts.odcs.names import CONTRACT_VALID
 from dq_contracts.odcs.plans import ContractPlan, Severity
 from dq_contracts.odcs.problems import Problem, ProblemSeverity, Reach, contract_errors_of, errors_of
 from dq_contracts.odcs.visible import uncommanded, visible
+
+if TYPE_CHECKING:
+    from xml.etree import ElementTree as ET
 
 
 class Exit(IntEnum):
@@ -51,13 +54,16 @@ def exit_code(results: Iterable[CheckResult], problems: Sequence[Problem]) -> Ex
 
 # XML 1.0's Char production: a character outside it (a control, a lone surrogate, U+FFFE) makes the
 # whole report unreadable. `visible` already escapes those; this is the last word before the bytes.
-_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+# Compiled when a report is written (some 4 ms): a plain `check` never writes one.
+@functools.cache
+def _not_xml() -> re.Pattern[str]:
+    return re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def xml_text(value: object) -> str:
     """Text XML can hold, in which no line reads as a CI runner's command (the report may be printed
     to a job's log: without --output it is standard output)."""
-    return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", uncommanded(visible(value)))
+    return _not_xml().sub(lambda m: f"\\u{ord(m.group()):04x}", uncommanded(visible(value)))
 
 
 def junit_outcome(result: CheckResult) -> str | None:
@@ -81,6 +87,8 @@ def _detail(result: CheckResult) -> str:
 
 
 def _element(parent: ET.Element, tag: str, text: str | None = None, **attributes: object) -> ET.Element:
+    from xml.etree import ElementTree as ET
+
     element = ET.SubElement(parent, tag, {k: xml_text(v) for k, v in attributes.items()})
     if text is not None:
         element.text = xml_text(text)
@@ -111,6 +119,8 @@ def junit_xml(results: Sequence[CheckResult], plans: Sequence[ContractPlan], pro
     (classname the asset key, name the check's), and a failing `contract_valid` case in each file
     that could not run, as Dagster has (an error confined to one clause, a refused SQL rule, is that
     clause's failing case already); UTF-8, with its declaration."""
+    from xml.etree import ElementTree as ET
+
     errors: dict[str, list[Problem]] = {}
     for problem in contract_errors_of(problems):
         errors.setdefault(problem.file, []).append(problem)
