@@ -209,3 +209,43 @@ schema:
     assert results["schema"]["passed"] and results["id__unique"]["passed"]
     imported = sorted(m for m in modules if any(m == n or m.startswith(n + ".") for n in NOT_IMPORTED_BY_A_DUCKDB_CHECK))
     assert imported == []
+
+
+# The command leaves its process at once after flushing (cli.script: no teardown of the imported
+# modules): whatever it writes must still arrive whole, and its exit code stand.
+# (arguments after `check <demo contracts>`, how stdout is read, what must have arrived)
+LEFT_AT_ONCE = [
+    ("json on a pipe", ["--format", "json"], "read", "every result in one JSON document"),
+    ("junit to a file", ["--format", "junit", "--output", "report.xml"], "read", "the whole XML report"),
+    ("a pipe closed after one line", [], "first line", "no traceback"),
+]
+
+
+@pytest.mark.parametrize("case, args, reading, arrived", LEFT_AT_ONCE, ids=[c[0] for c in LEFT_AT_ONCE])
+def test_the_command_leaves_with_its_output_whole_and_its_exit_code(demo_dir, case, args, reading, arrived):
+    from xml.etree import ElementTree
+
+    import os
+
+    command = [sys.executable, "-m", "dq_contracts.cli", "check", "contracts", *args]
+    environ = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # buffered, as a user's shell has it
+    with subprocess.Popen(command, cwd=demo_dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          env=environ) as proc:
+        if reading == "first line":
+            first = proc.stdout.readline()
+            proc.stdout.close()  # as `| head -1` does
+            err = proc.stderr.read()
+        else:
+            out, err = proc.stdout.read(), proc.stderr.read()
+        code = proc.wait(timeout=120)
+    if arrived == "every result in one JSON document":
+        assert code == 1 and len(json.loads(out)["results"]) > 20, err
+    elif arrived == "the whole XML report":
+        root = ElementTree.parse(demo_dir / "report.xml").getroot()
+        told = {n: sum(int(s.get(n)) for s in root.iter("testsuite")) for n in ("failures", "skipped")}
+        assert code == 1 and told == {"failures": sum(d[2] == "ERROR" for d in DOCUMENTED),  # a WARN is skipped
+                                      "skipped": sum(d[2] == "WARN" for d in DOCUMENTED)}, err
+        assert out.startswith("dq-contracts check: wrote report.xml")
+    else:
+        assert first.split()[:2] == ["asset", "check"]
+        assert "Traceback" not in err and "BrokenPipe" not in err, err
