@@ -18,7 +18,8 @@ from dq_contracts.odcs.plans import CheckPlan, ObjectPlan
 from dq_contracts.odcs.sqlrender import render as render_rule
 from dq_contracts.odcs.sqlrules import judge_sql_rule
 from dq_contracts.engine.checked_object import CheckedObject
-from dq_contracts.engine.dialects import READERS, MissingTable, rule_refusal
+from dq_contracts.engine.dialect_duckdb import READERS
+from dq_contracts.engine.dialects import MissingTable, rule_refusal
 from dq_contracts.engine.schema_check import differences
 from dq_contracts.engine.sql import orphan_samples, orphans, partition_condition, qualified_parts, render
 from dq_contracts.engine.verdicts import Unmeasurable
