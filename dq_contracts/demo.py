@@ -26,7 +26,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from dq_contracts.engine.dialects import waiting_for_lock
+from dq_contracts.engine.dialect_duckdb import waiting_for_lock
 
 SCHEMA = "analytics"
 DEFAULT_DATABASE = Path("demo_data") / "warehouse.duckdb"

@@ -5,7 +5,8 @@ of its own on the connection), which columns its samples would show, how those s
 fetched, how the verdict is reached, the clause's own query (the one a person runs to see the
 rows at fault), and the result in one sentence. The runner knows nothing of any kind: it dispatches
 through `KINDS`. Adding a kind means adding its row here and its ODCS row (odcs/check_kinds.py),
-its clause function, and its cases (README: "Adding a check kind").
+its clause function, and its cases (README: "Adding a check kind"). The functions of the kinds
+with work of their own (a relationship, a SQL rule, the schema check) are in engine/own_queries.py.
 """
 
 from __future__ import annotations
@@ -18,26 +19,16 @@ from typing import Any, Callable
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
-from dq_contracts.odcs.plans import CheckPlan, ObjectPlan
-from dq_contracts.engine.sql import (
-    as_bytes,
-    compound_duplicates,
-    orphan_samples,
-    orphans,
-    partition_condition,
-    qualified_parts,
-    render,
-)
-from dq_contracts.engine.dialects import READERS, MissingTable, dialect_of, rule_refusal
-from dq_contracts.engine.schema_check import differences
-from dq_contracts.odcs.sqlrender import render as render_rule
-from dq_contracts.odcs.sqlrules import judge_sql_rule
+from dq_contracts.odcs.plans import CheckPlan
+from dq_contracts.engine.sql import as_bytes, compound_duplicates, orphan_samples
+from dq_contracts.engine.dialects import dialect_of
 from dq_contracts.engine import nested
+from dq_contracts.engine import own_queries as own
 from dq_contracts.engine import sentences as say
 from dq_contracts.engine.results import CheckResult, unevaluated
 from dq_contracts.engine.checked_object import CheckedObject
 from dq_contracts.engine.sentences import Words
-from dq_contracts.engine.verdicts import Unmeasurable, Verdict, judge_count, judge_freshness, judge_scalar, judge_schema
+from dq_contracts.engine.verdicts import Verdict, judge_count, judge_freshness, judge_scalar, judge_schema
 
 Measure = Callable[[CheckPlan, CheckedObject], tuple[str, ColumnElement]]
 Violation = Callable[[CheckPlan, CheckedObject], ColumnElement]
@@ -358,98 +349,15 @@ def _newest(check: CheckPlan, checked: CheckedObject) -> sa.Select:
     return sa.select(sa.func.max(_column(check, checked)).label("newest")).select_from(checked.table)
 
 
-# --- kinds with work of their own -----------------------------------------------------------------
-
-LAST_SQL = "dq_contracts_last_sql"  # connection.info key: the SQL a kind ran, shown with its result
-
-
-def readable(statement: Any, engine: sa.Engine) -> str:
-    """A statement's SQL for people to read: values rendered; a SQL rule's as its checked tree
-    rendered (its `{partition}` values as literals)."""
-    shown = getattr(statement, "dq_shown", None)
-    return shown if shown is not None else render(statement, engine)
-
-
-def execute(connection: sa.Connection, statement: Any) -> sa.CursorResult:
-    """Run a statement, remembering its SQL for people to read (values rendered)."""
-    connection.info[LAST_SQL] = readable(statement, connection.engine)
-    return connection.execute(statement)
-
-
-def _relationship_tables(check: CheckPlan, checked: CheckedObject) -> tuple[sa.TableClause, sa.TableClause]:
-    target = checked.other_table(check.params["target_table"], check.params["target_columns"])
-    source = checked.own_table(check.params["columns"])  # a partition's rows, pointing into the whole target
-    return source, target
-
-
-def _relationship(check: CheckPlan, checked: CheckedObject, connection: sa.Connection) -> Any:
-    source, target = _relationship_tables(check, checked)
-    return execute(connection, orphans(source, check.params["columns"], target,
-                                       check.params["target_columns"], checked.key)).scalar()
-
-
-def _relationship_samples(check: CheckPlan, checked: CheckedObject, limit: int) -> sa.Select:
-    source, target = _relationship_tables(check, checked)
-    return orphan_samples(source, check.params["columns"], target, check.params["target_columns"], limit,
-                          checked.key)
-
+# --- kinds with work of their own: engine/own_queries.py, but for a relationship's listing ------
 
 def _orphan_rows(check: CheckPlan, checked: CheckedObject) -> sa.Select:
     """Every row whose key points at nothing: the samples' condition, on a table that also names the row."""
     source = _listing(check, checked).table
-    _, target = _relationship_tables(check, checked)
+    _, target = own.relationship_tables(check, checked)
     orphaned = orphan_samples(source, check.params["columns"], target, check.params["target_columns"],
                               compared=checked.key)
     return sa.select(*source.c).where(orphaned.whereclause)
-
-
-def rule_tables(check: CheckPlan, obj: ObjectPlan) -> dict[str, dict[str, bool]]:
-    """What a SQL rule may read: the contract's objects on its server as compiled (`params["tables"]`),
-    the rule's own object as the plan has it now (its classification may come from other contracts)."""
-    tables = {name: dict(columns) for name, columns in (check.params.get("tables") or {}).items()}
-    tables[obj.physical_name] = {c.physical_name: c.classified for c in obj.columns}
-    return tables
-
-
-def _rule_statement(check: CheckPlan, checked: CheckedObject) -> sa.TextClause:
-    """A contract's SELECT, judged again as a tree in this server's dialect and run as that tree
-    rendered: names quoted as nodes, `{partition}` a predicate of bound, typed values."""
-    refusal = rule_refusal(checked.dialect, checked.vouched)
-    if refusal:
-        raise Unmeasurable(f"not run: {refusal}")
-    verdict = judge_sql_rule(str(check.params["query"]), dialect=checked.dialect, own=checked.obj.physical_name,
-                             column=check.params.get("column"), tables=rule_tables(check, checked.obj))
-    if verdict.refusal or verdict.unresolved:
-        raise Unmeasurable(f"not run: {verdict.refusal or ', '.join(verdict.unresolved)}")
-    partition = None
-    if checked.partition is not None and verdict.partitioned:
-        partition = partition_condition(checked.partition, checked.preparer.dialect)
-    reader_of = None  # a lake's tables have names (engine/lake.py registers them)
-    if checked.files is not None and not hasattr(checked.files, "attach"):
-        # a file server's: each table is its reader's scan of its own files
-        files = checked.files
-        reader_of = lambda name: (READERS[files.format], files.path_of(name))  # noqa: E731
-    rendered = render_rule(verdict, lambda name: qualified_parts(name, checked.schema), partition, reader_of)
-    statement = sa.text(rendered.sql).bindparams(*(sa.bindparam(name, value, type_=rendered.types.get(name))
-                                                   for name, value in rendered.values.items()))
-    statement.dq_shown = rendered.shown  # what people read: the same tree, values as literals
-    return statement
-
-
-def _sql_rule(check: CheckPlan, checked: CheckedObject, connection: sa.Connection) -> Any:
-    """A contract's raw SELECT; it must answer exactly one value."""
-    rows = execute(connection, _rule_statement(check, checked)).fetchmany(2)
-    if len(rows) != 1 or len(rows[0]) != 1:
-        shape = "no row" if not rows else ("several rows" if len(rows) > 1 else f"{len(rows[0])} columns")
-        raise Unmeasurable(f"a SQL rule must return exactly one row of one column; this one returned {shape}")
-    return rows[0][0]
-
-
-def _catalog(check: CheckPlan, checked: CheckedObject, connection: sa.Connection) -> dict[str, Any]:
-    try:
-        return differences(check, checked, connection)
-    except MissingTable as exc:
-        raise Unmeasurable(str(exc)) from exc
 
 
 def named_columns(check: CheckPlan) -> list[str]:
@@ -478,7 +386,7 @@ _DUPLICATES = say.keys("duplicate value", "duplicate values", "no duplicate valu
 # One row per check kind. Its ODCS row (what it is called, its parameters, what it reads of a
 # partitioned table, what its observed value counts) is `odcs.check_kinds.CHECK_KINDS`.
 KINDS: dict[str, Kind] = {k.name: k for k in [
-    Kind("schema", evaluate=_catalog, judge=judge_schema, failing_rows=None, words=say.schema, counts_rows=False),
+    Kind("schema", evaluate=own.catalog, judge=judge_schema, failing_rows=None, words=say.schema, counts_rows=False),
     Kind("not_null", measure=_NULLS, judge=judge_count, failing_rows=_NULL_ROWS, words=say.nulls),
     Kind("null_values", measure=_NULLS, judge=judge_count, failing_rows=_NULL_ROWS, words=say.nulls),
     _keyed("unique", _DUPLICATES),
@@ -503,10 +411,10 @@ KINDS: dict[str, Kind] = {k.name: k for k in [
     Kind("row_count", measure=_rows, judge=judge_count, failing_rows=_count_rows, words=say.row_count),
     Kind("freshness", measure=_age, judge=judge_freshness, failing_rows=_newest, words=say.freshness,
          hint="freshness needs a date or timestamp column, and {column} could not be read as one"),
-    Kind("relationship", evaluate=_relationship, judge=judge_count, sample_columns=named_columns,
-         samples=_relationship_samples, failing_rows=_orphan_rows, words=say.offending(
+    Kind("relationship", evaluate=own.relationship, judge=judge_count, sample_columns=named_columns,
+         samples=own.relationship_samples, failing_rows=_orphan_rows, words=say.offending(
              lambda p: f"pointing at no {say.target(p)}", lambda p: f"no row pointing at a missing {say.target(p)}")),
-    Kind("sql", evaluate=_sql_rule, judge=judge_scalar, failing_rows=_rule_statement, words=say.sql_rule,
+    Kind("sql", evaluate=own.sql_rule, judge=judge_scalar, failing_rows=own.rule_statement, words=say.sql_rule,
          counts_rows=False),
 ]}
 

@@ -51,7 +51,7 @@ class Connection:
     schema: str | None
     secrets: tuple[str, ...]  # values never to show in a result, log or error
     files: Any = None  # a file server's Files (DuckDB reads them), a lake server's lake.Lake
-    duckdb: tuple[tuple[str, str], ...] = ()  # the dialect's session settings (dialects.DUCKDB_SETTINGS)
+    duckdb: tuple[tuple[str, str], ...] = ()  # the dialect's session settings (dialect_duckdb.SETTINGS)
     roots: tuple[str, ...] | None = None  # where a DuckDB file may be (real paths); None: not confined
     credentials_read_only: bool = False  # the operator vouches for it (`_READ_ONLY`): any dialect may run
 

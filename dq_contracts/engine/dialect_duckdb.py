@@ -1,18 +1,212 @@
-"""DuckDB's catalog and type names, as the `duckdb` row of engine/dialects.py reads them for the
-schema check (the rest of DuckDB's row is in dialects.py): columns from `duckdb_columns()`, types as
-DuckDB spells them, and a declared type resolved by DuckDB itself; and its statements' values sent
-as literals (`literal_values`)."""
+"""DuckDB, as the `duckdb` row of engine/dialects.py reaches it: a check session's settings and
+its database opened read-only with no extension installed or loaded (`options`), the file's lock
+waited for while another process writes it (`waiting_for_lock`), the session confined to its
+database or its file server's folder (`prepare`), a warehouse file that redefines what the checks
+call refused (`refuse_redefinitions`, its verdict kept per file), `begin`, `interrupt` and the
+regex; the schema check's catalog (`duckdb_columns()`), types as DuckDB spells them, and a declared
+type resolved by DuckDB itself; and its statements' values sent as literals (`literal_values`)."""
 
 from __future__ import annotations
 
 import functools
 import math
-from typing import Any
+import os
+import tempfile
+import threading
+import time
+from typing import Any, Callable, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.sql import sqltypes
+from sqlalchemy.sql.elements import ColumnElement
 
+from dq_contracts.engine.dialect_postgres import RedefinitionError
 from dq_contracts.odcs.type_names import split_arguments
+
+# DuckDB settings of a check session: (setting, the declaration's field, default)
+SETTINGS = (
+    ("memory_limit", "memory_limit", lambda: "1GB"),
+    ("temp_directory", "temp_directory", lambda: os.path.join(tempfile.gettempdir(), "dq_contracts_spill")),
+    ("threads", "threads", lambda: None),
+)
+# set when a DuckDB database opens, before anything is read: no extension is installed or loaded
+# because of what a contract (or a warehouse file's views) call
+NO_EXTENSIONS = (("autoinstall_known_extensions", False), ("autoload_known_extensions", False),
+                 ("allow_community_extensions", False))
+# DuckDB's readers of a file server's formats: the checks' tables and the schema check's DESCRIBE
+READERS = {"csv": "read_csv", "parquet": "read_parquet", "json": "read_json"}
+
+
+def options(connection: Any) -> dict[str, Any]:
+    # set when the database opens: no statement, and nothing a contract's SQL could change; a
+    # database is opened read-only (a file server's :memory: holds nothing to write)
+    connect_args: dict[str, Any] = {"config": {**dict(NO_EXTENSIONS), **dict(connection.duckdb)}}
+    if connection.files is None:
+        connect_args["read_only"] = True
+    return {"connect_args": connect_args}
+
+
+# How long opening a DuckDB file waits while another process writes it (DuckDB lets one process write
+# a file, or any number read it): a pipeline rebuilding a table holds it for as long as that takes
+LOCK_WAIT_SECONDS = 60
+T = TypeVar("T")
+
+
+def duckdb_locked(exc: BaseException) -> bool:
+    """Whether DuckDB refused to open a file because another process holds its lock."""
+    return "Could not set lock on file" in str(getattr(exc, "orig", None) or exc)
+
+
+def waiting_for_lock(open_file: Callable[[], T], seconds: float = LOCK_WAIT_SECONDS) -> T:
+    """`open_file()`, again while another process holds the file's lock, for up to `seconds`; then
+    DuckDB's own error (it names the file and the process, nothing of the data)."""
+    deadline, pause = time.monotonic() + seconds, 0.05
+    while True:
+        try:
+            return open_file()
+        except Exception as exc:
+            if not duckdb_locked(exc) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 1.0)
+
+
+def prepare(engine: sa.Engine, connection: Any) -> None:
+    allowed = connection.files.allowed() if connection.files is not None else None
+    allowed_files = connection.files.allowed_files() if connection.files is not None else []
+
+    @sa.event.listens_for(engine, "do_connect")
+    def wait_for_writer(dialect, _record, cargs, cparams):
+        return waiting_for_lock(lambda: dialect.connect(*cargs, **cparams))
+
+    @sa.event.listens_for(engine, "connect")
+    def confine(dbapi_connection, _record) -> None:
+        # A contract may come from another team: its session reads its own database (or, for a
+        # file server, the server's folder) and nothing else of the host, and no statement can
+        # change that (DuckDB takes these settings only after connecting).
+        # the lists as literals (SQLAlchemy's quoting), as every DuckDB statement: a bound one would
+        # import pandas (literal_values)
+        if allowed is not None:
+            dbapi_connection.execute(_paths_setting("allowed_directories", allowed, engine.dialect))
+        if allowed_files:
+            dbapi_connection.execute(_paths_setting("allowed_paths", allowed_files, engine.dialect))
+        dbapi_connection.execute("SET TimeZone = 'UTC'")  # timestamps compared in UTC, whatever the host's
+        dbapi_connection.execute("SET enable_external_access = false")
+        dbapi_connection.execute("SET lock_configuration = true")
+        if allowed is None:
+            refuse_redefinitions(dbapi_connection, connection.url.database)
+
+    if hasattr(connection.files, "attach"):  # a lake server: its tables registered before each statement
+        connection.files.attach(engine)
+
+
+_SETTINGS_OF_PATHS = {"allowed_directories": sa.text("SET allowed_directories = :paths"),
+                      "allowed_paths": sa.text("SET allowed_paths = :paths")}
+
+
+def _paths_setting(name: str, paths: list[str], dialect: Any) -> str:
+    """`SET <name> = ARRAY['…', …]`, the paths quoted by SQLAlchemy's literal rendering."""
+    statement = _SETTINGS_OF_PATHS[name].bindparams(sa.bindparam("paths", list(paths), type_=sa.ARRAY(sa.String)))
+    return str(statement.compile(dialect=dialect, compile_kwargs={"literal_binds": True}))
+
+
+# What a warehouse file may not hold: anything that would change what a check's SQL means. A macro
+# in the file's catalog (any schema) takes the place of the built-in of its name (`length`,
+# `count`, `regexp_matches`, even the `~~` behind LIKE), and a type named like a built-in one could
+# take its place in a cast. The catalog is read through `system.main`, which no file can shadow.
+REDEFINITIONS = """
+SELECT function_type || ' ' || schema_name || '.' || function_name
+FROM system.main.duckdb_functions() WHERE NOT internal AND database_name = current_database()
+UNION ALL
+SELECT 'type ' || schema_name || '.' || type_name
+FROM system.main.duckdb_types() AS t WHERE NOT internal AND database_name = current_database()
+  AND lower(type_name) IN (SELECT lower(type_name) FROM system.main.duckdb_types() WHERE internal)
+ORDER BY 1
+"""
+
+
+# The verdicts of the files this process judged, by what each file was (file_identity): the
+# catalog query costs 40 to 60 ms (duckdb_functions() lists every built-in), more than a clean
+# check of 200,000 rows, and an engine opens one connection per run, so the verdict is kept for
+# the process, not the engine. The oldest go first beyond VERDICTS_KEPT.
+VERDICTS_KEPT = 256
+_VERDICTS: dict[tuple, str | None] = {}
+_VERDICTS_LOCK = threading.Lock()
+
+# A file changed this recently may change again within the same tick of the file system's clock,
+# keeping its identity: its verdict is not remembered (git's "racy" rule).
+RACY_NS = 2_000_000_000
+
+
+def file_identity(database: str | None) -> tuple | None:
+    """What a DuckDB file is now, with its write-ahead log (DuckDB replays it when opening): device,
+    inode, size, mtime and ctime of each. Any rename, link or write changes the ctime, which no
+    one but root can set back. None when the file cannot be read or changed within RACY_NS: then
+    nothing is remembered."""
+    if not database:
+        return None
+    parts: list[Any] = []
+    for path in (database, database + ".wal"):
+        try:
+            found = os.stat(path)
+        except FileNotFoundError:
+            parts.append(None)  # no log: a log written later is another identity
+            continue
+        except OSError:
+            return None
+        if time.time_ns() - max(found.st_ctime_ns, found.st_mtime_ns) < RACY_NS:
+            return None
+        parts.append((found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns))
+    return None if parts[0] is None else tuple(parts)
+
+
+def refuse_redefinitions(dbapi_connection: Any, database: str | None) -> None:
+    """Refuse the file if it redefines what the checks call (REDEFINITIONS). The verdict is kept by
+    the file's real path and identity (file_identity) read after DuckDB opened it and again after
+    the query: a file swapped or written in between, or just before, is judged again on its next
+    connection, and a verdict is only ever reused for a file no one has touched since."""
+    key = _verdict_key(database)
+    if key is not None:
+        with _VERDICTS_LOCK:
+            known = _VERDICTS.get(key, False)
+        if known is not False:
+            _raise_if_found(known, database)
+            return
+    found = [row[0] for row in dbapi_connection.execute(REDEFINITIONS).fetchall()]
+    shown = (", ".join(found[:10]) + (f" and {len(found) - 10} more" if len(found) > 10 else "")) if found else None
+    if key is not None and _verdict_key(database) == key:
+        with _VERDICTS_LOCK:
+            _VERDICTS[key] = shown
+            while len(_VERDICTS) > VERDICTS_KEPT:
+                del _VERDICTS[next(iter(_VERDICTS))]
+    _raise_if_found(shown, database)
+
+
+def _verdict_key(database: str | None) -> tuple | None:
+    identity = file_identity(database)
+    return None if identity is None or not database else (os.path.realpath(database), identity)
+
+
+def _raise_if_found(shown: str | None, database: str | None) -> None:
+    if shown:
+        raise RedefinitionError(f"the DuckDB file {database} defines {shown}: a warehouse file cannot redefine "
+                                "what the checks call, so none of its checks runs (drop them from the file, or "
+                                "check a copy without them)")
+
+
+def begin(engine: sa.Engine, timeout_seconds: float) -> sa.Connection:
+    """The engine opened the database read-only (`options`); DuckDB has no statement timeout,
+    so `interrupt` stops a statement at it."""
+    return engine.connect()
+
+
+def interrupt(connection: sa.Connection) -> Callable[[], None]:
+    return connection.connection.driver_connection.interrupt
+
+
+def regex(column: ColumnElement, pattern: str) -> ColumnElement:
+    return sa.func.regexp_matches(column, sa.bindparam(None, pattern, type_=sa.String), type_=sa.Boolean)
+
 
 # read through `system.main`, which no warehouse file can shadow (REDEFINITIONS)
 COLUMNS = sa.func.system.main.duckdb_columns().table_valued(

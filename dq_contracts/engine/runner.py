@@ -15,7 +15,8 @@ from typing import Any, Iterable, TypeVar
 import sqlalchemy as sa
 
 from dq_contracts.engine.sentences import generic
-from dq_contracts.engine.check_kinds import KINDS, LAST_SQL, describe, named_columns, readable, uses_aggregate
+from dq_contracts.engine.check_kinds import KINDS, describe, named_columns, uses_aggregate
+from dq_contracts.engine.own_queries import LAST_SQL, readable
 from dq_contracts.engine.verdicts import Unmeasurable, leveled
 from dq_contracts.engine.nested import NotAddressable
 from dq_contracts.engine.checked_object import CheckedObject

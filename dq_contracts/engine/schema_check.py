@@ -19,7 +19,8 @@ from typing import Any, Iterable, Mapping
 
 import sqlalchemy as sa
 
-from dq_contracts.engine.dialects import READERS, TYPE_SPELLINGS, MissingTable, dialect_of
+from dq_contracts.engine.dialect_duckdb import READERS
+from dq_contracts.engine.dialects import TYPE_SPELLINGS, MissingTable, dialect_of
 from dq_contracts.engine.checked_object import CheckedObject
 from dq_contracts.engine.nested import nested_differences
 from dq_contracts.odcs.servers import server_type_of_dialect, sqlglot_dialect

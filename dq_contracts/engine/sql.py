@@ -13,7 +13,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
-from dq_contracts.engine.dialects import READERS, dialect_of
+from dq_contracts.engine.dialect_duckdb import READERS
+from dq_contracts.engine.dialects import dialect_of
 
 
 

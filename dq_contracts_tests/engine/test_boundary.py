@@ -19,7 +19,7 @@ import yaml
 
 from dq_contracts.engine.contracts import Warehouses, run_contract
 from dq_contracts.engine.connections import connection_for, engine_for
-from dq_contracts.engine.dialects import REDEFINITIONS
+from dq_contracts.engine.dialect_duckdb import REDEFINITIONS
 from dq_contracts.odcs.load import load_contracts
 from dq_contracts_tests.support import duckdb_with
 
@@ -549,19 +549,19 @@ def test_a_remembered_verdict_never_covers_a_file_changed_since(site, monkeypatc
     """A file's verdict is remembered (the catalog query costs more than a small check), by what the
     file is: the unchanged file is not queried again; a file swapped, or given a write-ahead log,
     is judged again and fails every check."""
-    from dq_contracts.engine import dialects
+    from dq_contracts.engine import dialect_duckdb
 
-    monkeypatch.setattr(dialects, "RACY_NS", 0)  # remember a verdict at once (else: 2 s after a write)
-    monkeypatch.setattr(dialects, "_VERDICTS", {})
+    monkeypatch.setattr(dialect_duckdb, "RACY_NS", 0)  # remember a verdict at once (else: 2 s after a write)
+    monkeypatch.setattr(dialect_duckdb, "_VERDICTS", {})
     write(site, contract({**DUCK, "database": "../data/wh.duckdb"}))
     plan = load_contracts([site / "project" / "contracts"], environ={}).usable_plans[0]
     with Warehouses({}) as warehouses:
         assert {r.name: r.error for r in run_contract(plan, warehouses)}["schema"] is None
-    assert list(dialects._VERDICTS.values()) == [None]  # judged clean, remembered
-    monkeypatch.setattr(dialects, "REDEFINITIONS", "SELECT no_such_function()")  # a query would fail now
+    assert list(dialect_duckdb._VERDICTS.values()) == [None]  # judged clean, remembered
+    monkeypatch.setattr(dialect_duckdb, "REDEFINITIONS", "SELECT no_such_function()")  # a query would fail now
     with Warehouses({}) as warehouses:
         assert all(r.error is None for r in run_contract(plan, warehouses))  # not queried: the same file
-    monkeypatch.setattr(dialects, "REDEFINITIONS", REDEFINITIONS)
+    monkeypatch.setattr(dialect_duckdb, "REDEFINITIONS", REDEFINITIONS)
     change(site / "project" / "data" / "wh.duckdb")
     with Warehouses({}) as warehouses:
         results = run_contract(plan, warehouses)
