@@ -83,6 +83,7 @@ def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None 
         if not local(kind):
             url = url.update_query_dict(_tls(declaration))
             _agrees(server, url, name, f"{prefix}_URL")
+            url = _with_catalog(server, url)
         _vouched_for(url, name, vouched)
         return Connection(url, _schema_of(url, schema), tuple(s for s in (url.password,) if s), None,
                           _settings(url.get_backend_name(), declaration), credentials_read_only=vouched)
@@ -232,6 +233,16 @@ class EndpointError(ValueError):
 
 def _tls(declaration: ServerDeclaration) -> dict[str, str]:
     return {key: getattr(declaration, key) for key in ("sslmode", "require_auth") if getattr(declaration, key)}
+
+
+def _with_catalog(server: Mapping[str, Any], url: sa.URL) -> sa.URL:
+    """The URL reading the catalog the contract's server names, where the URL names none: a choice
+    inside the operator's endpoint and credentials (one that names another is refused by _agrees)."""
+    row = dialect_of(url.get_backend_name())
+    catalog = str(server.get("catalog") or "").strip()
+    if row.with_catalog is None or not catalog or row.url_catalog(url):
+        return url
+    return row.with_catalog(url, catalog)
 
 
 def _agrees(server: Mapping[str, Any], url: sa.URL, name: str, declared: str) -> None:

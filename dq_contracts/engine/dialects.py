@@ -203,6 +203,10 @@ class Dialect:
     # the catalog the operator's URL reads (Databricks' `catalog=`): a contract's server naming another is
     # refused (connections._agrees), since its tables would be read in the URL's
     url_catalog: Callable[[sa.URL], str | None]
+    # the operator's URL with the catalog the contract's server names, where the URL names none
+    # (Databricks' `catalog=`): else its tables would be read in the session's default catalog, another
+    # table of the same schema and name. None: the dialect's URL names no catalog
+    with_catalog: Callable[[sa.URL, str], sa.URL] | None
 
 
 def _no_name(url: sa.URL) -> str | None:
@@ -218,7 +222,7 @@ GENERIC = Dialect(
     type_spellings=TYPE_SPELLINGS, measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT,
     distinct_counts_per_statement=DEFAULT_MEASURES_PER_STATEMENT, key_groups=False,
     sample_arrays=True, checks_unvouched=False, field_access=None, unnest=None, json=None, inline_values=False,
-    url_schema=_no_name, url_catalog=_no_name)
+    url_schema=_no_name, url_catalog=_no_name, with_catalog=None)
 
 # The warehouses reached through their own SQLAlchemy packages (pyproject's extras): GENERIC but for
 # what each row says. Snowflake begins a time-limited session but cannot make it read-only; the
@@ -259,7 +263,7 @@ DIALECTS: dict[str, Dialect] = {
         type_spellings=TYPE_SPELLINGS, measures_per_statement=1500, distinct_counts_per_statement=1500,
         key_groups=False, sample_arrays=True, checks_unvouched=False, field_access=nested.field_of,
         unnest=_called("unnest"), json=nested.POSTGRES_JSON, inline_values=False, url_schema=_no_name,
-        url_catalog=_no_name),
+        url_catalog=_no_name, with_catalog=None),
     # DuckDB holds a hash table for each distinct count at once
     "duckdb": Dialect(
         name="duckdb", driver="duckdb", engine_options=dialect_duckdb.options, prepare=dialect_duckdb.prepare,
@@ -271,7 +275,7 @@ DIALECTS: dict[str, Dialect] = {
         measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT, distinct_counts_per_statement=50,
         key_groups=True, why_not_read_only=None, sample_arrays=True, checks_unvouched=False,
         field_access=nested.field_of, unnest=_called("unnest"), json=nested.DUCKDB_JSON, inline_values=True,
-        url_schema=_no_name, url_catalog=_no_name),
+        url_schema=_no_name, url_catalog=_no_name, with_catalog=None),
     # MySQL and MariaDB (engine/dialect_mysql.py): read-only only by the operator's SELECT-only user;
     # a table holds at most 4,096 columns, so a statement of 1,000 measures is well within its limits
     "mysql": Dialect(
@@ -286,7 +290,7 @@ DIALECTS: dict[str, Dialect] = {
                           "undo READ ONLY, so only credentials that can only read (a user granted SELECT alone) "
                           "keep it read-only",
         sample_arrays=False, checks_unvouched=False, field_access=None, unnest=None, json=None, inline_values=False,
-        url_schema=_no_name, url_catalog=_no_name),
+        url_schema=_no_name, url_catalog=_no_name, with_catalog=None),
     **WAREHOUSE_DIALECTS,
     # Spark SQL (engine/spark.py): a Spark Thrift server through PyHive (`hive://`), and a Databricks SQL
     # warehouse through databricks-sqlalchemy (a URL built from `_HOST`… has no `http_path`: Databricks
@@ -300,10 +304,11 @@ DIALECTS: dict[str, Dialect] = {
         binary_text=None, nan=_is_nan("isnan"), catalog_columns=spark.catalog_columns,
         type_spellings={**TYPE_SPELLINGS, **spark.SPELLINGS}, distinct_counts_per_statement=50,
         field_access=nested.field_of, unnest=_called("explode"), json=None, url_schema=url_schema,
-        url_catalog=url_catalog)
-       for name, url_schema, url_catalog in (
-           ("hive", lambda url: url.database, lambda url: None),
-           ("databricks", lambda url: url.query.get("schema"), lambda url: url.query.get("catalog")))},
+        url_catalog=url_catalog, with_catalog=with_catalog)
+       for name, url_schema, url_catalog, with_catalog in (
+           ("hive", lambda url: url.database, lambda url: None, None),
+           ("databricks", lambda url: url.query.get("schema"), lambda url: url.query.get("catalog"),
+            lambda url, catalog: url.update_query_dict({"catalog": catalog})))},
 }
 
 

@@ -183,3 +183,24 @@ def test_a_databricks_server_naming_another_catalog_than_the_operators_is_refuse
     assert connection_for({"server": "w", "type": "databricks", "catalog": "MAIN"}, environ).schema == "from_url"
     with pytest.raises(EndpointError, match="the contract says catalog 'prod'"):
         connection_for({"server": "w", "type": "databricks", "catalog": "prod"}, environ)
+
+
+# the server entry, the operator's URL → the catalog the session reads (its URL's `catalog=`): the contract's
+# where the URL names none, else the URL's (a contract naming another is refused, above)
+CATALOGS = [
+    ({"type": "databricks", "catalog": "prod"}, "databricks://token:t@h.cloud?http_path=/sql/1", "prod"),
+    ({"type": "databricks", "catalog": " prod "}, "databricks://token:t@h.cloud?http_path=/sql/1", "prod"),
+    ({"type": "databricks"}, "databricks://token:t@h.cloud?http_path=/sql/1", None),
+    ({"type": "databricks", "catalog": "Main"}, DATABRICKS, "main"),
+    ({"type": "databricks"}, DATABRICKS, "main"),
+    ({"type": "hive", "catalog": "prod"}, "hive://127.0.0.1:10000/sales", None),  # a hive URL names no catalog
+]
+
+
+@pytest.mark.parametrize("server,url,catalog", CATALOGS)
+def test_the_catalog_a_server_reads_in(server, url, catalog):
+    """A Databricks URL naming no catalog reads the session's default one: a contract's catalog must not be
+    dropped there, or its checks would read another table of the same schema and name."""
+    connection = connection_for({"server": "w", **server}, {"DQ_CONTRACTS_W_URL": url,
+                                                            "DQ_CONTRACTS_W_READ_ONLY": "true"})
+    assert connection.url.query.get("catalog") == catalog
