@@ -231,6 +231,47 @@ def test_init_against_an_existing_contract(tmp_path, drawn, change, lines, code)
         assert (alone.returncode, alone.stdout) == (1, proc.stdout), alone.stderr
 
 
+GONE = [  # tables dropped, a change made to orders, the lines the diff changes (as DRIFTED), the objects gone
+    (["items"], "UPDATE orders SET status = NULL WHERE order_id = 1", {"-required: true"}, ["line_items"]),
+    (["items"], "SELECT 1", set(), ["line_items"]),
+    (["orders", "items"], "SELECT 1", set(), ["orders", "line_items"]),
+]
+
+
+@pytest.mark.parametrize("dropped,change,lines,objects", GONE, ids=["one gone, one drifted", "one gone", "both gone"])
+def test_init_against_a_contract_with_a_table_gone_diffs_the_others(tmp_path, dropped, change, lines, objects):
+    """A table gone is said on a line of its own (the object, its table, the server) and the diff is
+    of the tables still there; exit 1."""
+    engine = sa.create_engine(f"duckdb:///{tmp_path / 'w.duckdb'}")
+    _fill(engine)
+    with engine.begin() as c:
+        c.exec_driver_sql("CREATE TABLE items AS SELECT order_id, amount FROM orders")
+    engine.dispose()
+    source = ["--url", "duckdb:///w.duckdb"]
+    assert _cli(tmp_path, "init", *source, "--table", "orders", "--table", "items", "--output", "c.odcs.yaml"
+                ).returncode == 0
+    doc = yaml.safe_load((tmp_path / "c.odcs.yaml").read_text())
+    doc["schema"][1]["name"] = "line_items"  # the object's name, its table still items
+    (tmp_path / "c.odcs.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    with engine.begin() as c:
+        for table in dropped:
+            c.exec_driver_sql(f"DROP TABLE {table}")
+        if "orders" not in dropped:
+            c.exec_driver_sql(change)
+    engine.dispose()
+    for args, server in ((source, ""), ([], " (server warehouse)")):  # --url, and the contract's own server
+        proc = _cli(tmp_path, "init", *args, "--against", "c.odcs.yaml")
+        changed = {line[0] + line[1:].strip().lower() for line in proc.stdout.splitlines()
+                   if line[:1] in "+-" and not line.startswith(("+++", "---"))}
+        assert (proc.returncode, changed) == (1, lines), proc.stdout + proc.stderr
+        said = proc.stderr.splitlines()
+        assert [line.split(": object ", 1)[1].split(":")[0] for line in said] == objects, proc.stderr
+        assert all(line.startswith("dq-contracts init: c.odcs.yaml: object ") and "is gone from duckdb " in line
+                   and line.split(" is gone from ", 1)[1].split(";")[0].endswith(f"w.duckdb{server}")
+                   for line in said), proc.stderr
+        assert "table items is gone" in proc.stderr and "Traceback" not in proc.stderr
+
+
 OWN_LINES = [  # on the draft as init wrote it: a change, the diff's lines exactly (the file's comments kept)
     ("UPDATE orders SET status = NULL WHERE order_id = 1",
      ["-        required: true  # suggested by dq-contracts init: no NULL in 3 row(s)"]),
