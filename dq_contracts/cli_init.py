@@ -99,8 +99,8 @@ def _against(args: argparse.Namespace, connection, object_type: str) -> int:
 
     found = drift(connection, args.against, args.table, args.timeout, object_type, args.server)
     sys.stdout.write(found.diff)
-    for obj, table in found.gone:  # its object is left as written: the diff is of the tables still there
-        say(f"dq-contracts init: {args.against}: object {obj}: {object_type} {table} is gone from {found.where}; "
+    for obj, what, where in found.gone:  # its object is left as written: the diff is of the tables still there
+        say(f"dq-contracts init: {args.against}: object {obj}: {what} is gone from {where}; "
             "the diff leaves its object as written", file=sys.stderr)
     if not (found.diff or found.gone):  # a diff says nothing when nothing differs; a person is told what was compared
         say(f"dq-contracts init: {args.against}: nothing init compares has changed in its tables", file=sys.stderr)

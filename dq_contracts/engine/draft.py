@@ -93,7 +93,10 @@ def _source(connection: sa.Connection, name: str, schema: str | None, files: Any
     if hasattr(files, "attach"):
         raise LookupError("init reads csv, parquet or json files, not Delta or Iceberg tables")
     if files is not None:
-        path = files.path_of(name)
+        try:
+            path = files.path_of(name)
+        except FileNotFoundError as exc:  # no file of the object's left: gone, as a table dropped
+            raise TableGone(str(exc)) from None
         try:
             rows = connection.execute(DESCRIBE_FILES[files.format], {"path": path}).fetchall()
         except sa.exc.DBAPIError as exc:
@@ -218,8 +221,7 @@ class Drift:
     """`init --against`'s answer: the diff for the tables still there, and each object whose table is gone."""
 
     diff: str
-    gone: list[tuple[str, str]]  # (the object's name, its table)
-    where: str  # the server, as a message names it: its endpoint, and its name when the contract's
+    gone: list[tuple[str, str, str]]  # (the object's name, its table or files, where they are gone from)
 
 
 def drift(connection: Connection | None, file: str, tables: list[str] | None,
@@ -260,5 +262,10 @@ def drift(connection: Connection | None, file: str, tables: list[str] | None,
     diff = drift_diff(document.text, document.data, measured, {t.name: t.verdicts for t in measured}, file,
                       object_type, document.is_json) if measured else ""
     objects = {table_of(o): str(o.get("name") or table_of(o)) for o in objects_of(document.data)}
-    where = endpoint_of(connection.url) + (f" (server {server_name})" if server_name else "")
-    return Drift(diff, [(objects.get(t, t), t) for t in gone], where)
+    server = f" (server {server_name})" if server_name else ""  # the endpoint, and its name when the contract's
+
+    def where(table: str) -> str:
+        return (f"files {connection.files.pattern_of(table)}" if connection.files
+                else endpoint_of(connection.url)) + server
+
+    return Drift(diff, [(objects.get(t, t), f"{object_type} {t}", where(t)) for t in gone])
