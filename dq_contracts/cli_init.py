@@ -93,11 +93,15 @@ def _drawn(args: argparse.Namespace, connection, entry: list[str], object_type: 
 
 
 def _against(args: argparse.Namespace, connection, object_type: str) -> int:
-    """The diff from the contract to the contract as its tables are now; the file is never written."""
+    """The diff from the contract to the contract as its tables are now, for the tables still there;
+    a line for each object whose table is gone. The file is never written."""
     from dq_contracts.engine.draft import drift
 
-    diff = drift(connection, args.against, args.table, args.timeout, object_type)
-    sys.stdout.write(diff)
-    if not diff:  # a diff says nothing when nothing differs; a person is told what was compared
+    found = drift(connection, args.against, args.table, args.timeout, object_type, args.server)
+    sys.stdout.write(found.diff)
+    for obj, what, where in found.gone:  # its object is left as written: the diff is of the tables still there
+        say(f"dq-contracts init: {args.against}: object {obj}: {what} is gone from {where}; "
+            "the diff leaves its object as written", file=sys.stderr)
+    if not (found.diff or found.gone):  # a diff says nothing when nothing differs; a person is told what was compared
         say(f"dq-contracts init: {args.against}: nothing init compares has changed in its tables", file=sys.stderr)
-    return 1 if diff else 0
+    return 1 if found.diff or found.gone else 0

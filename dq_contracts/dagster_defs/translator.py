@@ -20,7 +20,7 @@ from typing import Any
 
 import dagster as dg
 
-from dq_contracts.odcs.servers import is_file_server, server_type
+from dq_contracts.odcs.servers import is_file_server, schema_of_server, server_type
 from dq_contracts.odcs.check_kinds import PER_PARTITION, reach_of
 from dq_contracts.odcs.partitions import PartitionPlan
 from dq_contracts.odcs.paths import clause_location
@@ -317,10 +317,14 @@ def _catalog(server: dict[str, Any]) -> str | None:
 
 
 def qualified_table(server: dict[str, Any] | None, physical_name: str) -> str:
+    """The table the checks read, as far as the contract names it: its schema the server's
+    (`schema_of_server`: a Hive server's `database`, which is then no catalog too)."""
     parts = physical_name.split(".")
     if not server or is_file_server(server) or len(parts) >= 3:
         return physical_name
-    prefix = [_catalog(server), server.get("schema")][: 3 - len(parts)]  # schema.table lacks the catalog only
+    row = server_type(server.get("type"))
+    catalog = None if row is not None and row.schema_key == "database" else _catalog(server)
+    prefix = [catalog, schema_of_server(server)][: 3 - len(parts)]  # schema.table lacks the catalog only
     return ".".join([*(str(p) for p in prefix if p), *parts])
 
 

@@ -11,22 +11,8 @@ import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
 from dq_contracts.engine.sql import as_bytes, restricted, table_for
-from dq_contracts.odcs.plans import ColumnPlan, ObjectPlan
-
-# Words of a physicalType that name a text type (VARCHAR, CHAR(3), TEXT, citext, STRING, CLOB)
-TEXT_TYPES = ("char", "text", "string", "clob")
-
-
-def is_text(column: ColumnPlan | None, values: Iterable[Any] = ()) -> bool:
-    """Whether a column's values are compared as text: its logicalType is string; with none, its
-    physicalType names a text type, or every value it is compared with is text."""
-    if column is not None and column.logical_type:
-        return str(column.logical_type).lower() == "string"
-    if column is not None and column.physical_type and any(w in str(column.physical_type).lower() for w in TEXT_TYPES):
-        return True
-    present = [v for v in values if v is not None]
-    return bool(present) and all(isinstance(v, str) for v in present)
-
+from dq_contracts.odcs.plans import ObjectPlan
+from dq_contracts.odcs.type_names import is_text
 
 @dataclass(frozen=True)
 class CheckedObject:

@@ -93,7 +93,10 @@ def _source(connection: sa.Connection, name: str, schema: str | None, files: Any
     if hasattr(files, "attach"):
         raise LookupError("init reads csv, parquet or json files, not Delta or Iceberg tables")
     if files is not None:
-        path = files.path_of(name)
+        try:
+            path = files.path_of(name)
+        except FileNotFoundError as exc:  # no file of the object's left: gone, as a table dropped
+            raise TableGone(str(exc)) from None
         try:
             rows = connection.execute(DESCRIBE_FILES[files.format], {"path": path}).fetchall()
         except sa.exc.DBAPIError as exc:
@@ -106,7 +109,7 @@ def _source(connection: sa.Connection, name: str, schema: str | None, files: Any
     *prefix, table_name = parts if len(parts) > 1 or not schema else [schema, name]
     catalog = dialect_of(connection.dialect.name).catalog_columns(connection, prefix, table_name)
     if not catalog:
-        raise LookupError(f"table {name} does not exist (or has no columns)")
+        raise TableGone(f"table {name} does not exist (or has no columns)")
     return catalog, sa.table(table_name, *(sa.column(str(c["name"])) for c in catalog),
                              schema=".".join(prefix) or None)
 
@@ -164,12 +167,18 @@ def url_connection(url: sa.URL, schema: str | None) -> Connection:
     return Connection(url, schema, tuple(s for s in (url.password,) if s))
 
 
+class TableGone(LookupError):
+    """A table the catalog does not have (or has no column of)."""
+
+
 def measure(connection: Connection, tables: list[str], timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
             declared: Mapping[str, Mapping[str, tuple[Any, Any]]] | None = None,
-            classified: Mapping[str, Collection[str]] | None = None) -> list[TableMeasure]:
+            classified: Mapping[str, Collection[str]] | None = None,
+            gone: list[str] | None = None) -> list[TableMeasure]:
     """Each table measured on one read-only, time-limited session of the connection's engine; with
     `declared` (per table, its properties' declared types: odcs/drift.declared_types), each judged;
-    `classified`: per table, the columns the contract classifies (counted only, as personal ones)."""
+    `classified`: per table, the columns the contract classifies (counted only, as personal ones).
+    With `gone`, a table that does not exist is put there and the others are measured; else TableGone."""
     schema, files, url, secrets = connection.schema, connection.files, connection.url, connection.secrets
     try:
         engine = engine_for(connection)
@@ -186,13 +195,18 @@ def measure(connection: Connection, tables: list[str], timeout_seconds: float = 
                 said = scrub(str(getattr(exc, "orig", None) or exc), secrets) or type(exc).__name__
                 raise Unreachable(f"cannot connect to {endpoint_of(url)}: {said}") from None
             for name in tables:
-                measured.append(measure_table(session, name, schema, files, (declared or {}).get(name),
-                                              (classified or {}).get(name, ())))
+                try:
+                    measured.append(measure_table(session, name, schema, files, (declared or {}).get(name),
+                                                  (classified or {}).get(name, ())))
+                except TableGone:  # found so by a catalog query that failed nothing: the session goes on
+                    if gone is None:
+                        raise
+                    gone.append(name)
             return measured
     except StatementTimeout as exc:
-        raise Unreachable(f"table {tables[len(measured)]} on {endpoint_of(url)}: {exc}") from None
+        raise Unreachable(f"table {tables[len(measured) + len(gone or ())]} on {endpoint_of(url)}: {exc}") from None
     except sa.exc.DBAPIError as exc:  # a scan the database refused (a grant, a bad value): its message may quote data
-        raise Unreachable(f"table {tables[len(measured)]} on {endpoint_of(url)} cannot be measured: "
+        raise Unreachable(f"table {tables[len(measured) + len(gone or ())]} on {endpoint_of(url)} cannot be measured: "
                           f"{kind_of_error(exc, 'its scan', 'it may quote a value of the data')}") from None
     finally:
         engine.dispose()
@@ -202,16 +216,26 @@ class Unreachable(LookupError):
     """The endpoint cannot be reached, or its session begun: said with the endpoint, never a password."""
 
 
+@dataclass
+class Drift:
+    """`init --against`'s answer: the diff for the tables still there, and each object whose table is gone."""
+
+    diff: str
+    gone: list[tuple[str, str, str]]  # (the object's name, its table or files, where they are gone from)
+
+
 def drift(connection: Connection | None, file: str, tables: list[str] | None,
-          timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS, object_type: str = "table") -> str:
+          timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS, object_type: str = "table",
+          server_name: str | None = None) -> Drift:
     """`init --against FILE`: the unified diff from the contract to the contract as its tables are
-    now (odcs/drift.py); empty when nothing changed. The file is read as every contract is, never
-    written. `tables`: default, every object's; `connection`: default, the contract's first server
-    a check can run against, connected as `check` connects it."""
+    now (odcs/drift.py), for the tables still there; empty when nothing changed. The file is read as
+    every contract is, never written. `tables`: default, every object's; `connection`: default, the
+    contract's first server a check can run against, connected as `check` connects it."""
     import os
     from pathlib import Path
 
     from dq_contracts.engine.connections import connection_for
+    from dq_contracts.odcs.declaration import server_name as name_of
     from dq_contracts.odcs.drift import classified_keys, declared_types, drift_diff, objects_of, table_of
     from dq_contracts.odcs.loader import read_document
     from dq_contracts.odcs.servers import checkable, is_file_server
@@ -227,11 +251,21 @@ def drift(connection: Connection | None, file: str, tables: list[str] | None,
             raise ValueError(f"--against {file}: no server a check can run against; give --url, --server or --path")
         connection = connection_for(server, folder=os.path.dirname(os.path.abspath(file)))
         object_type = "file" if is_file_server(server) else "table"
+        server_name = name_of(server)
     tables = tables or [table_of(o) for o in objects_of(document.data) if table_of(o)]
     if not tables:
         raise ValueError(f"--against {file}: no schema object names a table; give --table NAME")
     declared = {t: declared_types(document.data, t) for t in tables}
     classified = {t: classified_keys(document.data, t) for t in tables}
-    measured = measure(connection, tables, timeout_seconds, declared, classified)
-    return drift_diff(document.text, document.data, measured, {t.name: t.verdicts for t in measured}, file,
-                      object_type, document.is_json)
+    gone: list[str] = []
+    measured = measure(connection, tables, timeout_seconds, declared, classified, gone)
+    diff = drift_diff(document.text, document.data, measured, {t.name: t.verdicts for t in measured}, file,
+                      object_type, document.is_json) if measured else ""
+    objects = {table_of(o): str(o.get("name") or table_of(o)) for o in objects_of(document.data)}
+    server = f" (server {server_name})" if server_name else ""  # the endpoint, and its name when the contract's
+
+    def where(table: str) -> str:
+        return (f"files {connection.files.pattern_of(table)}" if connection.files
+                else endpoint_of(connection.url)) + server
+
+    return Drift(diff, [(objects.get(t, t), f"{object_type} {t}", where(t)) for t in gone])

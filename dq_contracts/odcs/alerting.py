@@ -21,13 +21,12 @@ import bisect
 import hashlib
 import heapq
 import json
-import re
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Mapping
 from urllib.parse import quote, urlencode
 
 from dq_contracts.odcs.support import AlertPolicy, Destination, allowed_destinations, shorten
-from dq_contracts.odcs.visible import visible
+from dq_contracts.odcs.visible import one_line as visible_one_line
 
 # failures in a row that open an episode, by the severity of the failing result
 FAILURES_TO_OPEN = {"ERROR": 1, "WARN": 2}
@@ -43,11 +42,6 @@ MAX_SUBJECT = 200
 # characters of a message's body: its five lines (LABELS), each within its own bound, so none is ever cut away
 LABELS = ("Result: ", "Clause: ", "Contract: ", "Check in Dagster: ")
 MAX_TEXT = MAX_HEADLINE + sum(map(len, LABELS)) + 3 * MAX_PART + MAX_LINK + len(LABELS)
-# what a mail client, Slack, Teams or a terminal may show as a line break (str.splitlines' set): inside a
-# piece of a contract's text each is written escaped, so the text stays on its own line
-LINE_BREAKS = {"\n": "\\n", "\r": "\\r", "\x0b": "\\v", "\x0c": "\\f", "\x1c": "\\x1c", "\x1d": "\\x1d",
-               "\x1e": "\\x1e", "\x85": "\\x85", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-_LINE_BREAK = re.compile("[" + "".join(LINE_BREAKS) + "]")
 
 
 @dataclass(frozen=True)
@@ -345,10 +339,10 @@ def check_link(base: str, asset_path: tuple[str, ...], name: str) -> str:
 
 
 def one_line(text: Any) -> str:
-    """A piece of a contract's text as a message shows it: on one line whatever it holds (each line
-    break written escaped, `\\n`: a pattern's newline cannot start a line of its own that reads as the
-    message's), every character that hides text escaped too (visible), at most MAX_PART characters."""
-    return shorten(visible(_LINE_BREAK.sub(lambda found: LINE_BREAKS[found.group()], str(text))), MAX_PART)
+    """A piece of a contract's text as a message shows it: on one line whatever it holds (visible.one_line:
+    a pattern's newline cannot start a line of its own that reads as the message's), every character
+    that hides text escaped too, at most MAX_PART characters."""
+    return shorten(visible_one_line(text), MAX_PART)
 
 
 def message(kind: str, check: Watched, evaluation: Evaluation, fails: int, base: str) -> tuple[str, str, str]:

@@ -109,19 +109,34 @@ class ServerDeclaration:
         return env_prefix(self.name) + "_*"
 
 
+# (the operator's variables, by prefix; the suffix of one holding a secret; how it holds it): every
+# server's `_PASSWORD` and a `_URL`'s password, and the alerts' settings (support.ALERT_SETTINGS):
+# the SMTP password, a password in the UI's URL or in a webhook host entry written as a URL
+SECRET_VARIABLES: tuple[tuple[str, str, str], ...] = (
+    ("DQ_CONTRACTS_", "_PASSWORD", "value"),
+    ("DQ_CONTRACTS_", "_URL", "url"),
+    ("DQ_ALERTS_", "_PASSWORD", "value"),
+    ("DQ_ALERTS_", "_URL", "url"),
+    ("DQ_ALERTS_", "_HOSTS", "urls"),
+)
+
+
 def declared_secrets(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
-    """Every password the operator declared, for any server (`_PASSWORD`, a `_URL`'s): masked in
-    everything a check shows, whichever server it ran on, so that no table can carry one out."""
+    """Every password the operator declared (SECRET_VARIABLES), for any server or for the alerts:
+    masked in everything a check shows, whichever server it ran on, so that no table can carry one out."""
     environ = os.environ if environ is None else environ
-    found = []
+    found: list[str] = []
     for key, value in environ.items():
-        if not (key.startswith("DQ_CONTRACTS_") and value):
+        how = next((h for prefix, suffix, h in SECRET_VARIABLES if key.startswith(prefix) and key.endswith(suffix)),
+                   None)
+        if not value or how is None:
             continue
-        if key.endswith("_PASSWORD"):
+        if how == "value":
             found.append(value)
-        elif key.endswith("_URL"):
+            continue
+        for url in value.split(",") if how == "urls" else (value,):
             try:
-                password = urlsplit(value).password
+                password = urlsplit(url.strip()).password
             except ValueError:
                 password = None
             if password:

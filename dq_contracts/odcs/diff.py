@@ -373,7 +373,7 @@ def _clause_changes(old: ContractPlan, new: ContractPlan, before: ObjectPlan, af
             location = _at(new.file, now[0].line) if now else _at(old.file, was[0].line)
             changes.append(Change(f"{family}_{direction}", where, describe(now or was), location))
             continue
-        olds, news = aspects(was), aspects(now)
+        olds, news = aspects(was, before), aspects(now, after)
         direction = combine(compare_aspect(olds.get(k), news.get(k)) for k in {*olds, *news})
         if direction != SAME:
             changes.append(Change(f"{family}_{direction}", where, f"{describe(was)} → {describe(now)}",

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from dq_contracts.odcs.check_kinds import CHECK_KINDS, COUNTED
-from dq_contracts.odcs.plans import CheckPlan
+from dq_contracts.odcs.plans import CheckPlan, ObjectPlan
 from dq_contracts.odcs.servers import SERVER_TYPES
 from dq_contracts.odcs.sqlrules import PLACEHOLDER, RESERVED
+from dq_contracts.odcs.type_names import is_text
 
 SAME, TIGHTER, LOOSER, CHANGED = "same", "tightened", "relaxed", "changed"
 
@@ -175,8 +176,28 @@ def _exact(*value: Any) -> tuple:
     return ("exact", json.dumps(value, sort_keys=True, default=str))
 
 
-def _values(values: Iterable[Any] | None) -> frozenset[str]:
-    return frozenset(json.dumps(v, sort_keys=True, default=str) for v in values or ())
+def _values(values: Iterable[Any] | None, check: CheckPlan, obj: ObjectPlan | None) -> frozenset[str]:
+    """A clause's values as the check tells them apart: on a column compared as text (is_text) as
+    written (`1` is '1', `1.0` is '1.0'); on any other a number by its value (`1` and `1.0` are one)."""
+    values = list(values or ())
+    if check.params.get("path"):  # a nested field: by its leaf's declared types
+        logical, physical = (list(check.params.get("leaf_type") or []) + [None, None])[:2]
+        text = is_text(_Declared(logical, physical), values)
+    else:
+        text = is_text(obj.column(check.params["column"]) if obj is not None else None, values)
+    return frozenset(_value_key(v, text) for v in values)
+
+
+@dataclass(frozen=True)
+class _Declared:
+    logical_type: Any
+    physical_type: Any
+
+
+def _value_key(value: Any, text: bool) -> str:
+    if not text and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return format(Decimal(str(value)).normalize(), "f")  # 1, 1.0 and 1e0 alike
+    return json.dumps(value, sort_keys=True, default=str)
 
 
 def _bound(check: CheckPlan) -> Interval:
@@ -238,28 +259,29 @@ def _query(check: CheckPlan) -> tuple:
 
 # What each kind's clause says beyond its conditions, as aspects compared one by one: an Interval
 # (narrower is tighter), ("allowed", values) (fewer is tighter), ("counted", values) (values that
-# count against the data: more is tighter), ("divisor", d) (a multiple of d is tighter), ("exact", …)
+# count against the data: more is tighter), ("divisor", d) (a multiple of d is tighter), ("exact", …);
+# each of a check and the object it is of (values are told apart as its column compares them)
 ASPECTS = {
-    "schema": lambda c: {},  # its columns are compared as columns
-    "not_null": lambda c: {},
-    "unique": lambda c: {"columns": _exact(c.params["columns"])},
-    "primary_key": lambda c: {"columns": _exact(c.params["columns"])},
-    "duplicate_values": lambda c: {"columns": _exact(c.params["columns"])},
-    "range": lambda c: {"bound": _bound(c)},
-    "length": lambda c: {"bound": _bound(c)},
-    "multiple_of": lambda c: {"divisor": _multiple(c)},
-    "pattern": lambda c: {"pattern": _exact(c.params["pattern"], c.params["format"])},
-    "accepted_values": lambda c: {"values": ("allowed", _values(c.params["values"]))},
-    "missing_values": lambda c: {"values": ("counted", _values(c.params["values"]))},
-    "invalid_values": lambda c: {"values": ("allowed", _values(c.params["valid_values"]))
-                                 if c.params["valid_values"] is not None else _exact(None),
-                                 "pattern": _exact(c.params["pattern"])},
-    "null_values": lambda c: {},
-    "row_count": lambda c: {},
-    "freshness": lambda c: {},  # its latency is its condition: age ≤ max
-    "relationship": lambda c: {"target": _exact(c.params["columns"], c.params["target_table"],
-                                                c.params["target_columns"])},
-    "sql": lambda c: {"query": _query(c)},
+    "schema": lambda c, o: {},  # its columns are compared as columns
+    "not_null": lambda c, o: {},
+    "unique": lambda c, o: {"columns": _exact(c.params["columns"])},
+    "primary_key": lambda c, o: {"columns": _exact(c.params["columns"])},
+    "duplicate_values": lambda c, o: {"columns": _exact(c.params["columns"])},
+    "range": lambda c, o: {"bound": _bound(c)},
+    "length": lambda c, o: {"bound": _bound(c)},
+    "multiple_of": lambda c, o: {"divisor": _multiple(c)},
+    "pattern": lambda c, o: {"pattern": _exact(c.params["pattern"], c.params["format"])},
+    "accepted_values": lambda c, o: {"values": ("allowed", _values(c.params["values"], c, o))},
+    "missing_values": lambda c, o: {"values": ("counted", _values(c.params["values"], c, o))},
+    "invalid_values": lambda c, o: {"values": ("allowed", _values(c.params["valid_values"], c, o))
+                                    if c.params["valid_values"] is not None else _exact(None),
+                                    "pattern": _exact(c.params["pattern"])},
+    "null_values": lambda c, o: {},
+    "row_count": lambda c, o: {},
+    "freshness": lambda c, o: {},  # its latency is its condition: age ≤ max
+    "relationship": lambda c, o: {"target": _exact(c.params["columns"], c.params["target_table"],
+                                                   c.params["target_columns"])},
+    "sql": lambda c, o: {"query": _query(c)},
 }
 
 
@@ -290,11 +312,12 @@ def combine(directions: Iterable[str]) -> str:
     return seen.pop() if len(seen) == 1 else CHANGED
 
 
-def aspects(checks: list[CheckPlan]) -> dict[str, Any]:
-    """One slot's aspects; several checks on one slot (a minimum and an exclusiveMinimum) meet."""
+def aspects(checks: list[CheckPlan], obj: ObjectPlan | None = None) -> dict[str, Any]:
+    """One slot's aspects (`obj`: the object the checks are of); several checks on one slot (a
+    minimum and an exclusiveMinimum) meet."""
     merged: dict[str, Any] = {"conditions": _conditions(checks[0])}
     for check in checks:
-        for name, value in ASPECTS[check.kind](check).items():
+        for name, value in ASPECTS[check.kind](check, obj).items():
             merged[name] = merged[name].meet(value) if isinstance(value, Interval) and name in merged else value
     return merged
 

@@ -11,6 +11,8 @@ parser skipped is gone). Anything else is None: the engine is not asked about it
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from typing import Any
 
 MAX_LENGTH = 200
 
@@ -125,3 +127,19 @@ def type_order(old: str, new: str) -> str:
 
 def _order(old: float, new: float) -> str:
     return "same" if old == new else "narrowed" if new < old else "widened"
+
+
+# Words of a physicalType that name a text type (VARCHAR, CHAR(3), TEXT, citext, STRING, CLOB)
+TEXT_TYPES = ("char", "text", "string", "clob")
+
+
+def is_text(column: Any, values: Iterable[Any] = ()) -> bool:
+    """Whether a column's values are compared as text (by the checks, and so by the diff): its
+    logicalType is string; with none, its physicalType names a text type, or every value it is
+    compared with is text. `column`: a ColumnPlan, or None."""
+    if column is not None and column.logical_type:
+        return str(column.logical_type).lower() == "string"
+    if column is not None and column.physical_type and any(w in str(column.physical_type).lower() for w in TEXT_TYPES):
+        return True
+    present = [v for v in values if v is not None]
+    return bool(present) and all(isinstance(v, str) for v in present)

@@ -59,11 +59,18 @@ def visible_all(value: Any) -> Any:
     return value
 
 
+# what a mail client, Slack, Teams, a terminal or a CI log may show as a line break (str.splitlines'
+# set), and the tab: on one line each is written as its escape, in the spelling a reader knows
+LINE_BREAKS = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x0b": "\\v", "\x0c": "\\f", "\x1c": "\\x1c",
+               "\x1d": "\\x1d", "\x1e": "\\x1e", "\x85": "\\x85", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_LINE_BREAK = re.compile("[" + "".join(LINE_BREAKS) + "]")
+
+
 def one_line(text: Any) -> str:
-    """`visible(text)` on one line: its line breaks and tabs written `\\n`, `\\r`, `\\t`, for a
-    report whose every line is one of its own (a contract's text cannot make a line that looks like
-    the report's)."""
-    return visible(text).replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    """`visible(text)` on one line: each line break (LINE_BREAKS, every one Unicode has) and the tab
+    written escaped, for a report or a message whose every line is one of its own (a contract's text
+    cannot make a line that looks like the report's). The diff's report and the alerts both use it."""
+    return visible(_LINE_BREAK.sub(lambda found: LINE_BREAKS[found.group()], str(text)))
 
 
 def described(text: Any) -> str:

@@ -166,13 +166,24 @@ def test_declared_roots_read_any_name_but_never_a_hidden_one(tmp_path):
     assert PASSWORD not in proc.stdout + proc.stderr
 
 
-def test_a_password_the_operator_declared_is_masked_in_what_a_table_shows(tmp_path):
+# every variable of the operator's holding a password: a server's, and the alerts' (odcs/support.py)
+DECLARED = [
+    {"DQ_CONTRACTS_PROD_PASSWORD": PASSWORD},
+    {"DQ_CONTRACTS_PROD_URL": f"postgresql://u:{PASSWORD}@127.0.0.1:1/db"},
+    {"DQ_ALERTS_SMTP_PASSWORD": PASSWORD},
+    {"DQ_ALERTS_UI_URL": f"https://u:{PASSWORD}@dagster.example.com"},
+    {"DQ_ALERTS_WEBHOOK_HOSTS": f"hooks.slack.com, https://u:{PASSWORD}@hooks.example.com:8443/"},
+]
+
+
+@pytest.mark.parametrize("declared", DECLARED, ids=[next(iter(d)) for d in DECLARED])
+def test_a_password_the_operator_declared_is_masked_in_what_a_table_shows(tmp_path, declared):
     """Defence in depth: were a table to hold a declared password, its samples and sentence say ***."""
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "t.csv").write_text(f"key\nuser={PASSWORD}\n")
     write(tmp_path, "t", contract("t", files("../data/{model}.csv"), {"name": "t", "properties": [
         {"name": "key", "logicalType": "string", "logicalTypeOptions": {"pattern": "^$"}}]}))
-    proc = check(tmp_path, {"DQ_CONTRACTS_PROD_PASSWORD": PASSWORD})
+    proc = check(tmp_path, declared)
     result = next(r for r in json.loads(proc.stdout)["results"] if r["name"] == "key__pattern")
     assert not result["passed"] and result["samples"] == ["user=***"], result
     assert PASSWORD not in proc.stdout + proc.stderr

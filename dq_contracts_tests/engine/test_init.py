@@ -231,6 +231,60 @@ def test_init_against_an_existing_contract(tmp_path, drawn, change, lines, code)
         assert (alone.returncode, alone.stdout) == (1, proc.stdout), alone.stderr
 
 
+GONE = [  # tables dropped, a change made to orders, the lines the diff changes (as DRIFTED), the objects gone
+    (["items"], "UPDATE orders SET status = NULL WHERE order_id = 1", {"-required: true"}, ["line_items"]),
+    (["items"], "SELECT 1", set(), ["line_items"]),
+    (["orders", "items"], "SELECT 1", set(), ["orders", "line_items"]),
+]
+
+
+@pytest.mark.parametrize("files", [False, True], ids=["duckdb", "csv"])
+@pytest.mark.parametrize("dropped,change,lines,objects", GONE, ids=["one gone, one drifted", "one gone", "both gone"])
+def test_init_against_a_contract_with_a_table_gone_diffs_the_others(tmp_path, files, dropped, change, lines, objects):
+    """A table (or an object's files) gone is said on a line of its own (the object, its table, the
+    server) and the diff is of the tables still there; exit 1."""
+    import duckdb
+
+    db = duckdb.connect(str(tmp_path / "w.duckdb"))
+    _fill(sa.create_engine("duckdb:///:memory:", creator=lambda: db))
+    db.execute("CREATE TABLE items AS SELECT order_id, amount FROM orders")
+    (tmp_path / "data").mkdir()
+
+    def written(tables):  # as files: each table copied out again
+        for table in tables if files else ():
+            db.execute(f"COPY {table} TO '{tmp_path / 'data' / table}.csv' (HEADER)")
+
+    written(["orders", "items"])
+    source = ["--path", "data/{object}.csv"] if files else ["--url", "duckdb:///w.duckdb"]
+    if not files:
+        db.close()
+    assert _cli(tmp_path, "init", *source, "--table", "orders", "--table", "items", "--output", "c.odcs.yaml"
+                ).returncode == 0
+    doc = yaml.safe_load((tmp_path / "c.odcs.yaml").read_text())
+    doc["schema"][1]["name"] = "line_items"  # the object's name, its table still items
+    (tmp_path / "c.odcs.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    server_name = doc["servers"][0]["server"]
+    db = db if files else duckdb.connect(str(tmp_path / "w.duckdb"))
+    if "orders" not in dropped:
+        db.execute(change)
+    written([t for t in ("orders", "items") if t not in dropped])
+    for table in dropped:
+        db.execute(f"DROP TABLE {table}")
+        (tmp_path / "data" / f"{table}.csv").unlink(missing_ok=True)
+    db.close()
+    for args, server in ((source, ""), ([], f" (server {server_name})")):  # as given, and the contract's own server
+        proc = _cli(tmp_path, "init", *args, "--against", "c.odcs.yaml")
+        changed = {line[0] + line[1:].strip().lower() for line in proc.stdout.splitlines()
+                   if line[:1] in "+-" and not line.startswith(("+++", "---"))}
+        assert (proc.returncode, changed) == (1, lines), proc.stdout + proc.stderr
+        said = proc.stderr.splitlines()
+        assert [line.split(": object ", 1)[1].split(":")[0] for line in said] == objects, proc.stderr
+        place = "files " if files else "duckdb "
+        assert all(line.startswith("dq-contracts init: c.odcs.yaml: object ") and f" is gone from {place}" in line
+                   and line.endswith(f"{server}; the diff leaves its object as written") for line in said), proc.stderr
+        assert f"{'file' if files else 'table'} items is gone" in proc.stderr and "Traceback" not in proc.stderr, said
+
+
 OWN_LINES = [  # on the draft as init wrote it: a change, the diff's lines exactly (the file's comments kept)
     ("UPDATE orders SET status = NULL WHERE order_id = 1",
      ["-        required: true  # suggested by dq-contracts init: no NULL in 3 row(s)"]),

@@ -232,3 +232,23 @@ def test_contract_text_in_the_text_report_stays_on_its_line(case, added, tmp_pat
     assert not any(set(line) & set("\n\r\t") for line in lines), lines
     assert not [line for line in lines if "fake" in line and "\\n  ok" not in line], lines
     assert lines[-1].endswith("not breaking") or lines[-1].endswith("version bump wrong"), lines
+
+
+# every line break Unicode has (str.splitlines' set) and the tab, and how one_line writes it: the
+# report's and the alerts' are one function (visible.one_line). A contract's text reaches the report
+# through `visible` already (a change's detail), where a control is `\u0085`: on its line either way
+BREAKS = [("\u2028", "\\u2028"), ("\u2029", "\\u2029"), ("\x85", "\\x85"), ("\r", "\\r"), ("\x0b", "\\v"),
+          ("\x0c", "\\f"), ("\x1c", "\\x1c"), ("\x1d", "\\x1d"), ("\x1e", "\\x1e"), ("\t", "\\t"), ("\n", "\\n")]
+
+
+@pytest.mark.parametrize("newline, spelled", BREAKS, ids=[repr(b) for b, _ in BREAKS])
+def test_every_line_break_in_the_text_report_stays_on_its_line_as_in_an_alert(newline, spelled, tmp_path):
+    from dq_contracts.odcs.alerting import one_line as alert_line
+    from dq_contracts.odcs.visible import one_line
+
+    base = {"properties": [{"name": "a", "logicalType": "string"}]}
+    fake = f"x{newline}  ok        t: fake{newline}1 breaking change(s)"
+    lines = report_text(_diff({"old": base, "new": {**base, "object": {"description": fake}}}, tmp_path))
+    assert not any(len(line.splitlines()) > 1 or "\t" in line for line in lines), lines
+    assert len([line for line in lines if "fake" in line]) == 1 and lines[-1].endswith("1 not breaking"), lines
+    assert one_line(fake) == alert_line(fake) == f"x{spelled}  ok        t: fake{spelled}1 breaking change(s)"

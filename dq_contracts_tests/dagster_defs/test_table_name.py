@@ -1,0 +1,42 @@
+"""The table an asset's `dagster/table_name` names is the table its checks read (on the Spark servers,
+where a Hive server's `database` is the schema its bare names are read in, and Databricks reads a
+table in the operator's catalog, which the contract's `catalog` must agree with)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dq_contracts.dagster_defs.translator import qualified_table
+from dq_contracts.engine.connections import connection_for
+from dq_contracts.engine.dialects import dialect_of
+from dq_contracts.engine.sql import qualified_parts
+
+HIVE = "hive://127.0.0.1:10000"
+DATABRICKS = "databricks://token:t@h.cloud?http_path=/sql/1&catalog=main&schema=from_url"
+# (the server entry, the object's physicalName, the operator's URL, the name shown)
+NAMES = [
+    ({"type": "hive", "host": "127.0.0.1", "database": "sales"}, "orders", HIVE, "sales.orders"),
+    ({"type": "hive", "host": "127.0.0.1", "database": "sales"}, "orders", HIVE + "/sales", "sales.orders"),
+    ({"type": "hive", "host": "127.0.0.1", "database": "sales"}, "other.orders", HIVE, "other.orders"),
+    ({"type": "hive", "host": "127.0.0.1", "database": "sales"}, "spark_catalog.other.orders", HIVE,
+     "spark_catalog.other.orders"),
+    ({"type": "databricks", "catalog": "main", "schema": "sales"}, "orders", DATABRICKS, "main.sales.orders"),
+    ({"type": "databricks", "catalog": "main", "schema": "sales"}, "other.orders", DATABRICKS, "main.other.orders"),
+]
+
+
+def read_by_the_checks(server: dict, physical_name: str, url: str) -> str:
+    """The table the checks read: the name's parts in the connection's schema, in the URL's catalog."""
+    connection = connection_for({"server": "w", **server}, {"DQ_CONTRACTS_W_URL": url,
+                                                            "DQ_CONTRACTS_W_READ_ONLY": "true"})
+    parts = qualified_parts(physical_name, connection.schema)
+    catalog = dialect_of(connection.url.get_backend_name()).url_catalog(connection.url)
+    return ".".join([catalog, *parts] if catalog and len(parts) < 3 else parts)
+
+
+@pytest.mark.parametrize("server, physical_name, url, shown", NAMES,
+                         ids=[f"{s['type']} {p}" + (" url names it" if u.endswith("/sales") else "")
+                              for s, p, u, _ in NAMES])
+def test_the_table_name_shown_is_the_table_the_checks_read(server, physical_name, url, shown):
+    assert qualified_table({"server": "w", **server}, physical_name) == shown
+    assert read_by_the_checks(server, physical_name, url) == shown
