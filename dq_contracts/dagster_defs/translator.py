@@ -341,8 +341,11 @@ def server_uri(server: dict[str, Any] | None, physical_name: str) -> str | None:
     location = f"//{host}{':' + str(server['port']) if server.get('port') else ''}/" if host else ""
     database = str(server.get("database") or "")
     table = ".".join(str(p) for p in (server.get("schema"), physical_name) if p)
+    if row is not None and row.schema_key == "database" and "." in physical_name:
+        # a Hive server's `database` is the schema of its bare names only: `other.orders` is in `other`
+        database, table = physical_name.split(".", 1) if physical_name.count(".") == 1 else ("", physical_name)
     scheme = row.names[0] if row is not None else kind  # the type's first name: `postgresql` for `postgres`
-    return f"{scheme}:{location}{database}/{table}" if (database or location) else None
+    return f"{scheme}:{location}{database + '/' if database else ''}{table}" if (database or location) else None
 
 
 def blocks_text(check: CheckPlan, blocking: bool, data: Any) -> str:

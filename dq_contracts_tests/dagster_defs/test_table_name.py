@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from dq_contracts.dagster_defs.translator import qualified_table
+from dq_contracts.dagster_defs.translator import qualified_table, server_uri
 from dq_contracts.engine.connections import connection_for
 from dq_contracts.engine.dialects import dialect_of
 from dq_contracts.engine.sql import qualified_parts
@@ -22,6 +22,9 @@ NAMES = [
      "spark_catalog.other.orders"),
     ({"type": "databricks", "catalog": "main", "schema": "sales"}, "orders", DATABRICKS, "main.sales.orders"),
     ({"type": "databricks", "catalog": "main", "schema": "sales"}, "other.orders", DATABRICKS, "main.other.orders"),
+    # a URL naming no catalog reads the contract's (connections._with_catalog), not the session's default
+    ({"type": "databricks", "catalog": "prod", "schema": "sales"}, "orders", "databricks://token:t@h.cloud?http_path=/s",
+     "prod.sales.orders"),
 ]
 
 
@@ -40,3 +43,20 @@ def read_by_the_checks(server: dict, physical_name: str, url: str) -> str:
 def test_the_table_name_shown_is_the_table_the_checks_read(server, physical_name, url, shown):
     assert qualified_table({"server": "w", **server}, physical_name) == shown
     assert read_by_the_checks(server, physical_name, url) == shown
+
+
+# (the server entry, the object's physicalName, the `dagster/uri` shown): where the table lives, its path the
+# table the checks read (a Hive server's `database` is the URL's database, which a two-part name replaces)
+URIS = [
+    ({"type": "postgres", "host": "db", "port": 5432, "database": "shop", "schema": "sales"}, "orders",
+     "postgresql://db:5432/shop/sales.orders"),
+    ({"type": "duckdb", "database": "shop.duckdb"}, "orders", "duckdb:shop.duckdb/orders"),
+    ({"type": "hive", "host": "h", "port": 10000, "database": "sales"}, "orders", "hive://h:10000/sales/orders"),
+    ({"type": "hive", "host": "h", "port": 10000, "database": "sales"}, "other.orders", "hive://h:10000/other/orders"),
+    ({"type": "hive", "host": "h", "port": 10000}, "orders", "hive://h:10000/orders"),
+]
+
+
+@pytest.mark.parametrize("server, physical_name, uri", URIS, ids=[f"{s['type']} {p}" for s, p, _ in URIS])
+def test_the_uri_shown_names_the_table_the_checks_read(server, physical_name, uri):
+    assert server_uri({"server": "w", **server}, physical_name) == uri
