@@ -25,6 +25,7 @@ from sqlalchemy.sql.visitors import InternalTraversal
 
 from dq_contracts.odcs.clauses.nested import ITEMS
 from dq_contracts.odcs.plans import CheckPlan
+from dq_contracts.odcs.type_names import TEXT_TYPES
 
 # ODCS logicalType of a leaf -> the SQLAlchemy type its expression is given, so that values bind as it
 LEAF_TYPES: dict[str, Callable[[], sa.types.TypeEngine]] = {
@@ -82,7 +83,7 @@ def leaf_is_text(check: CheckPlan) -> bool:
     logical, physical = (list(check.params.get("leaf_type") or []) + [None, None])[:2]
     if logical:
         return str(logical).lower() == "string"
-    return any(w in str(physical or "").lower() for w in ("char", "text", "string"))
+    return any(w in str(physical or "").lower() for w in TEXT_TYPES)  # as a column's (type_names.is_text)
 
 
 @dataclass(frozen=True)

@@ -107,3 +107,23 @@ def test_the_pure_core_and_the_dialect_rows_agree_on_what_addresses_nested_value
 
     addressing = {name for name, row in DIALECTS.items() if row.field_access is not None and row.unnest is not None}
     assert addressing == NESTED_DIALECTS
+
+
+# (a nested leaf's declared logicalType and physicalType, and a column's) → compared as text by both: one rule,
+# so that a struct's field and a column of the same declared type are judged alike
+TEXT_LEAVES = [
+    (None, "CLOB", True), (None, "varchar(10)", True), (None, "STRING", True), (None, "nvarchar", True),
+    ("string", "int", True), ("integer", "varchar", False), (None, "BIGINT", False), (None, None, False),
+]
+
+
+@pytest.mark.parametrize("logical, physical, text", TEXT_LEAVES)
+def test_a_leaf_is_text_as_a_column_of_its_type_is(logical, physical, text):
+    from types import SimpleNamespace
+
+    from dq_contracts.engine.nested import leaf_is_text
+    from dq_contracts.odcs.type_names import is_text
+
+    check = SimpleNamespace(params={"leaf_type": [logical, physical]})
+    column = SimpleNamespace(logical_type=logical, physical_type=physical)
+    assert leaf_is_text(check) is text and is_text(column) is text
