@@ -220,6 +220,40 @@ def contract(server: dict, properties: list, quality: list | None = None, physic
             "servers": [server], "schema": [obj]}
 
 
+# One clause with a warn and a fail level (nullValues under 10 % warns, under 30 % fails), on a DuckDB
+# file `wh.duckdb` beside the contract: test_levels_cli.py (as a user sees it) and
+# dagster_defs/test_levels.py (as Dagster stores it)
+LEVELS_CONTRACT = """\
+apiVersion: v3.1.0
+kind: DataContract
+id: levels
+version: 1.0.0
+status: active
+servers:
+  - server: local
+    type: duckdb
+    database: wh.duckdb
+schema:
+  - name: t
+    physicalName: t
+    properties:
+      - name: a
+        logicalType: string
+        quality:
+          - metric: nullValues
+            unit: percent
+            mustBeLessThan: 30          # the fail level
+            customProperties:
+              - property: warnThreshold # the warn level
+                value: {mustBeLessThan: WARN}
+"""
+LEVELS_WARN_LINE = "                value: {mustBeLessThan: WARN}"
+
+
+def levels_contract(warn: object = 10) -> str:
+    return LEVELS_CONTRACT.replace("WARN", str(warn))
+
+
 def plan_of(tmp_path, doc: dict, expect_problems: bool = False):
     path = tmp_path / "f.odcs.yaml"
     path.write_text(yaml.safe_dump(doc))
@@ -465,3 +499,32 @@ def dg_project(tmp_path):
 def dg_run(project, env, *args, cwd=None):
     return subprocess.run(["dg", *args], cwd=cwd or project, env=env, capture_output=True, text=True, timeout=180,
                           check=False)
+
+
+class WebhookSink:
+    """A webhook on 127.0.0.1 that takes every POST and keeps the path of each (the alert tests)."""
+
+    def __init__(self):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.received: list[str] = []
+        sink = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                sink.received.append(self.path)
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()

@@ -13,32 +13,9 @@ import duckdb
 import pytest
 import yaml
 
-from dq_contracts_tests.support import REPO
+from dq_contracts_tests.support import LEVELS_CONTRACT, LEVELS_WARN_LINE, REPO
 
-CONTRACT = """\
-apiVersion: v3.1.0
-kind: DataContract
-id: levels
-version: 1.0.0
-status: active
-servers:
-  - server: local
-    type: duckdb
-    database: wh.duckdb
-schema:
-  - name: t
-    physicalName: t
-    properties:
-      - name: a
-        logicalType: string
-        quality:
-          - metric: nullValues
-            unit: percent
-            mustBeLessThan: 30
-            customProperties:
-              - property: warnThreshold
-                value: {mustBeLessThan: WARN}
-"""
+CONTRACT = LEVELS_CONTRACT
 
 
 def run(cwd, *args):
@@ -89,7 +66,7 @@ def test_validate_refuses_a_warn_level_past_the_fail_level_at_its_line(tmp_path)
     contract_with_nulls(tmp_path, 0, warn=50)
     proc = run(tmp_path, "validate", "c.odcs.yaml")
     assert proc.returncode == 1
-    line = CONTRACT.splitlines().index("                value: {mustBeLessThan: WARN}") + 1
+    line = CONTRACT.splitlines().index(LEVELS_WARN_LINE) + 1
     assert (f"c.odcs.yaml:{line}: schema.t.properties.a.quality[0].customProperties[0].value: warnThreshold "
             "< 50% is not reached before the rule's fail level < 30%") in proc.stdout
 

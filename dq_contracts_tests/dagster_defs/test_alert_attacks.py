@@ -11,7 +11,6 @@ import json
 import socketserver
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -20,6 +19,7 @@ from dq_contracts.engine.notify import deliver, slack_payload, teams_payload
 from dq_contracts.odcs.alerting import (MAX_OPEN_PARTITIONS, MAX_PENDING, MAX_PENDING_PER_CONTRACT, MAX_SUBJECT, MAX_TEXT, AlertState,
                                         Delivery, Evaluation, Watched, observe, to_send)
 from dq_contracts.odcs.support import MAX_DESTINATIONS, alert_policy, allowed_destinations, support_refusals
+from dq_contracts_tests.support import WebhookSink
 
 
 class Slow:
@@ -57,30 +57,7 @@ class Slow:
         self.server.server_close()
 
 
-class Sink:
-    """A webhook on 127.0.0.1 that takes every POST."""
-
-    def __init__(self):
-        self.received: list[str] = []
-        sink = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                sink.received.append(self.path)
-                self.send_response(200)
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+Sink = WebhookSink
 
 
 @pytest.fixture

@@ -7,9 +7,7 @@ Each finding is a table of rows; the time bounds are the module's own, shrunk fo
 from __future__ import annotations
 
 import socket
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -18,6 +16,7 @@ from dq_contracts.engine.notify import deliver, mail_message, slack_payload, tea
 from dq_contracts.odcs.alerting import (LABELS, MAX_CHECKS, MAX_OPEN_EPISODES, MAX_OPEN_PARTITIONS, MAX_PENDING,
                                         MAX_TEXT, AlertState, Delivery, Evaluation, Watched, observe, to_send)
 from dq_contracts.odcs.support import MAX_ADDRESS, alert_policy, allowed_destinations, support_refusals
+from dq_contracts_tests.support import WebhookSink
 
 POLICY = alert_policy({"DQ_ALERTS_WEBHOOK_HOSTS": "hooks.slack.com, *.logic.azure.com",
                        "DQ_ALERTS_MAIL_DOMAINS": "example.com"})
@@ -230,26 +229,7 @@ def test_another_port_is_allowed_when_the_operator_writes_the_origin():
 STARVE_CASES = [(10, 1), (10, 0), (3, 1), (10, 5)]
 
 
-class Sink:
-    """A webhook on 127.0.0.1 that takes every POST."""
-
-    def __init__(self):
-        self.received: list[str] = []
-        sink = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                sink.received.append(self.path)
-                self.send_response(200)
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+Sink = WebhookSink
 
 
 @pytest.mark.parametrize("hanging, b_tries", STARVE_CASES)

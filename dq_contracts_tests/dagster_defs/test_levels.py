@@ -8,31 +8,9 @@ import dagster as dg
 import duckdb
 
 from dq_contracts import build_contract_defs
+from dq_contracts_tests.support import levels_contract
 
-CONTRACT = """\
-apiVersion: v3.1.0
-kind: DataContract
-id: levels
-version: 1.0.0
-status: active
-servers:
-  - server: local
-    type: duckdb
-    database: wh.duckdb
-schema:
-  - name: t
-    physicalName: t
-    properties:
-      - name: a
-        logicalType: string
-        quality:
-          - metric: nullValues
-            unit: percent
-            mustBeLessThan: 30          # the fail level
-            customProperties:
-              - property: warnThreshold # the warn level
-                value: {mustBeLessThan: 10}
-"""
+CONTRACT = levels_contract(10)
 
 
 def test_one_check_warns_then_fails_by_the_level_reached(tmp_path):
