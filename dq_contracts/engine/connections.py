@@ -28,6 +28,7 @@ found by its types, whatever the search path). Both checks are the dialect rows'
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -242,7 +243,14 @@ def _with_catalog(server: Mapping[str, Any], url: sa.URL) -> sa.URL:
     catalog = str(server.get("catalog") or "").strip()
     if row.with_catalog is None or not catalog or row.url_catalog(url):
         return url
+    if not _PLAIN_NAME.fullmatch(catalog):  # the driver's own SQL quotes it in backticks, as written
+        raise EndpointError(f"server {server_name(server)!r}: the contract's catalog {catalog!r} is not a plain name "
+                            "(letters, digits, `_`, `-`); not connecting (the operator may name it in the URL's "
+                            "`catalog=`)")
     return row.with_catalog(url, catalog)
+
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,254}")
 
 
 def _agrees(server: Mapping[str, Any], url: sa.URL, name: str, declared: str) -> None:

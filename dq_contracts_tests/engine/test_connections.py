@@ -204,3 +204,13 @@ def test_the_catalog_a_server_reads_in(server, url, catalog):
     connection = connection_for({"server": "w", **server}, {"DQ_CONTRACTS_W_URL": url,
                                                             "DQ_CONTRACTS_W_READ_ONLY": "true"})
     assert connection.url.query.get("catalog") == catalog
+
+
+@pytest.mark.parametrize("catalog", ["a`b", "prod; DROP", "a.b", "a b", "x\ny", "-x"])
+def test_a_catalog_given_to_the_url_is_a_plain_name(catalog):
+    """The driver writes its catalog into SQL of its own between backticks: only a plain name reaches it."""
+    from dq_contracts.engine.connections import EndpointError
+
+    with pytest.raises(EndpointError, match="is not a plain name"):
+        connection_for({"server": "w", "type": "databricks", "catalog": catalog},
+                       {"DQ_CONTRACTS_W_URL": "databricks://token:t@h.cloud?http_path=/s", "DQ_CONTRACTS_W_READ_ONLY": "true"})
