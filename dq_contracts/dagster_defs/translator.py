@@ -324,7 +324,10 @@ def qualified_table(server: dict[str, Any] | None, physical_name: str) -> str:
         return physical_name
     row = server_type(server.get("type"))
     catalog = None if row is not None and row.schema_key == "database" else _catalog(server)
-    prefix = [catalog, schema_of_server(server)][: 3 - len(parts)]  # schema.table lacks the catalog only
+    # a catalog's bare name is in the server's schema, else its type's default one (`main.orders` would
+    # read as schema `main`); the URL's own `schema=` is the operator's, unknown here
+    schema = schema_of_server(server) or (row.default_schema if catalog and row is not None else None)
+    prefix = [catalog, schema][: 3 - len(parts)]  # schema.table lacks the catalog only
     return ".".join([*(str(p) for p in prefix if p), *parts])
 
 
@@ -340,7 +343,8 @@ def server_uri(server: dict[str, Any] | None, physical_name: str) -> str | None:
     host = server.get("host")
     location = f"//{host}{':' + str(server['port']) if server.get('port') else ''}/" if host else ""
     database = str(server.get("database") or "")
-    table = ".".join(str(p) for p in (server.get("schema"), physical_name) if p)
+    # a two-part name is its own schema's table, whatever schema the server names
+    table = ".".join(str(p) for p in (None if "." in physical_name else server.get("schema"), physical_name) if p)
     if row is not None and row.schema_key == "database" and "." in physical_name:
         # a Hive server's `database` is the schema of its bare names only: `other.orders` is in `other`
         database, table = physical_name.split(".", 1) if physical_name.count(".") == 1 else ("", physical_name)

@@ -22,6 +22,9 @@ NAMES = [
      "spark_catalog.other.orders"),
     ({"type": "databricks", "catalog": "main", "schema": "sales"}, "orders", DATABRICKS, "main.sales.orders"),
     ({"type": "databricks", "catalog": "main", "schema": "sales"}, "other.orders", DATABRICKS, "main.other.orders"),
+    # a catalog's bare name is in the type's default schema where the server and the URL name none
+    ({"type": "databricks", "catalog": "main"}, "orders", "databricks://token:t@h.cloud?http_path=/s&catalog=main",
+     "main.default.orders"),
     # a URL naming no catalog reads the contract's (connections._with_catalog), not the session's default
     ({"type": "databricks", "catalog": "prod", "schema": "sales"}, "orders", "databricks://token:t@h.cloud?http_path=/s",
      "prod.sales.orders"),
@@ -51,6 +54,8 @@ URIS = [
     ({"type": "postgres", "host": "db", "port": 5432, "database": "shop", "schema": "sales"}, "orders",
      "postgresql://db:5432/shop/sales.orders"),
     ({"type": "duckdb", "database": "shop.duckdb"}, "orders", "duckdb:shop.duckdb/orders"),
+    ({"type": "databricks", "host": "h", "schema": "s"}, "o.t", "databricks://h/o.t"),
+    ({"type": "postgres", "host": "db", "database": "shop", "schema": "sales"}, "hr.t", "postgresql://db/shop/hr.t"),
     ({"type": "hive", "host": "h", "port": 10000, "database": "sales"}, "orders", "hive://h:10000/sales/orders"),
     ({"type": "hive", "host": "h", "port": 10000, "database": "sales"}, "other.orders", "hive://h:10000/other/orders"),
     ({"type": "hive", "host": "h", "port": 10000}, "orders", "hive://h:10000/orders"),
