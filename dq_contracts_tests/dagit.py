@@ -17,6 +17,8 @@ from typing import Any
 from dq_contracts_tests.pgcluster import free_port
 
 LOCATION = "dq_contracts_demo"
+# how often a wait asks again: one cheap GraphQL query, so a start or a run is seen ended within 0.2 s
+POLL_SECONDS = 0.2
 
 LAUNCH = """
 mutation Launch($params: ExecutionParams!) {
@@ -130,7 +132,7 @@ class Dagit:
                     raise AssertionError(f"code location failed to load:\n{self.log.read_text()[-4000:]}")
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 pass
-            time.sleep(1)
+            time.sleep(POLL_SECONDS)
         raise AssertionError(f"dagster did not answer in {timeout}s:\n{self.log.read_text()[-4000:]}")
 
     def launch(self, job: str = "__ASSET_JOB", assets: list[list[str]] | None = None,
@@ -153,7 +155,7 @@ class Dagit:
             status = self.query(RUN_STATUS, {"runId": run_id})["runOrError"].get("status")
             if status in ("SUCCESS", "FAILURE", "CANCELED"):
                 return status
-            time.sleep(1)
+            time.sleep(POLL_SECONDS)
         raise AssertionError(f"run {run_id} did not finish in {timeout}s:\n{self.log.read_text()[-4000:]}")
 
     def stop(self) -> None:

@@ -40,8 +40,7 @@ class SparkServer:
 
     @functools.cached_property
     def admin(self):
-        """One engine for the tests' DDL, never disposed before the server stops: closing a Thrift
-        session takes this local server some 20 s."""
+        """One engine for the tests' DDL, never disposed before the server stops."""
         import sqlalchemy as sa
 
         return sa.create_engine(self.url())
@@ -62,7 +61,9 @@ class SparkServer:
             "spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1",
             # the tests' rows are written as text (PyHive renders every value): let INSERT cast them
             "spark.sql.storeAssignmentPolicy": "LEGACY",
-            "spark.driver.extraJavaOptions": f"-Dderby.system.home={root}",
+            # no derby.system.home: under one, Derby reads Spark's in-memory metastore URL (`memory:`) as
+            # a folder, and each session's close then retries booting it 10 times 2 s apart (20 s a
+            # session); its files go to the working directory, `root`, all the same
         }
         command = [submit, "--class", "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2",
                    "--master", "local[1]", *(a for k, v in conf.items() for a in ("--conf", f"{k}={v}")),

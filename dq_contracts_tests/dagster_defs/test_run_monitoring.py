@@ -1,6 +1,7 @@
-"""Crashed runs are noticed: `dagster dev` reading the repository's own dagster.yaml, a checks run
-whose run worker is killed in the middle of its query ends FAILURE with none of its checks reported
-as passed, and re-executing it then succeeds. Both instance files turn Dagster's run monitoring on.
+"""Crashed runs are noticed: `dagster dev` reading the repository's own dagster.yaml (its poll interval
+alone shortened, as an operator may set it), a checks run whose run worker is killed in the middle of
+its query ends FAILURE with none of its checks reported as passed, and re-executing it then succeeds.
+Both instance files turn Dagster's run monitoring on.
 
 With Dagster's default run launcher, the code server that started a run worker marks the run failed
 as soon as that worker dies; nothing does when the worker dies together with its code server (the
@@ -27,6 +28,11 @@ from dq_contracts_tests.pgcluster import PASSWORD, free_port
 
 LOCATION = {"repositoryLocationName": "dq_contracts_demo", "repositoryName": "__repository__"}
 CHECKS = [(["events"], "schema"), (["events"], "token__pattern")]
+# The crashed run's maximum run time (its own tag), above the seconds its worker takes to reach its query
+# even on a loaded machine; and how often run monitoring looks, as an operator may set it (the file's 10 s
+# would add up to 10 s of waiting to each end the monitor finds)
+MAX_RUNTIME = 20
+POLL = ("  poll_interval_seconds: 10 ", "  poll_interval_seconds: 2  ")
 
 # One object whose counting query reads a view of md5 strings: of a trillion rows while the runs are
 # killed (it never ends on its own), of a thousand for the re-execution. No table is stored.
@@ -93,10 +99,13 @@ DAEMONS = "{ instance { daemonHealth { allDaemonStatuses { daemonType required h
 
 def project(folder: Path) -> Path:
     """What a user has at the repository root, the demo's contracts replaced by one slow contract:
-    the repository's dagster.yaml and workspace.yaml (copies of the same bytes) beside contracts/."""
+    the repository's dagster.yaml and workspace.yaml (copies of the same bytes, but the dagster.yaml's
+    poll interval: POLL) beside contracts/."""
     folder.mkdir(parents=True)
-    for name in ("dagster.yaml", "workspace.yaml"):
-        shutil.copy(REPO / name, folder / name)
+    shutil.copy(REPO / "workspace.yaml", folder / "workspace.yaml")
+    instance = (REPO / "dagster.yaml").read_text()
+    assert instance.count(POLL[0]) == 1, "the repository's dagster.yaml no longer polls every 10 s"
+    (folder / "dagster.yaml").write_text(instance.replace(*POLL))
     (folder / "contracts").mkdir()
     (folder / "contracts" / "events.odcs.yaml").write_text(CONTRACT)
     (folder / "data").mkdir()
@@ -207,7 +216,7 @@ def test_a_checks_run_whose_worker_dies_ends_failed_and_its_reexecution_passes(t
 
         # 2. the run worker is killed with its code server: nothing is left to notice but run
         # monitoring, which ends the run at its maximum run time (here the run's own tag)
-        crashed = launch_checks(dagit, {"dagster/max_runtime": "30"})
+        crashed = launch_checks(dagit, {"dagster/max_runtime": str(MAX_RUNTIME)})
         worker = worker_in_its_query(dagit, crashed)
         server = processes()[worker][0]
         tree = descendants(dagit.process.pid)
@@ -218,7 +227,7 @@ def test_a_checks_run_whose_worker_dies_ends_failed_and_its_reexecution_passes(t
         assert dagit.wait_run(crashed, timeout=180) == "FAILURE"
         # the run's log says why: run monitoring stopped it at its maximum run time
         said = [e.get("message") or "" for e in dagit.query(RUN_LOGS, {"runId": crashed})["logsForRun"]["events"]]
-        assert any("maximum runtime of 30 seconds" in m for m in said), said[-5:]
+        assert any(f"maximum runtime of {MAX_RUNTIME} seconds" in m for m in said), said[-5:]
         # no run holds a slot of the run queue any more
         assert dagit.query(IN_PROGRESS)["runsOrError"]["results"] == []
 
@@ -237,7 +246,7 @@ def test_a_checks_run_whose_worker_dies_ends_failed_and_its_reexecution_passes(t
             return (entry.get("locationOrLoadError") or {}).get("__typename") == "RepositoryLocation"
         wait_for("the code location reloaded", reloaded)
         params = {"parentRunId": crashed, "strategy": "ALL_STEPS",
-                  "useParentRunTags": False}  # the 30 s limit was the crashed run's own
+                  "useParentRunTags": False}  # the MAX_RUNTIME limit was the crashed run's own
         result = dagit.query(REEXECUTE, {"params": params})["launchRunReexecution"]
         assert result["__typename"] == "LaunchRunSuccess", result
         rerun = result["run"]["runId"]
