@@ -431,11 +431,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
     streams = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = _Guarded(sys.stdout), _Guarded(sys.stderr)
+    sys.stdout, sys.stderr = (None if s is None else _Guarded(s) for s in streams)  # None: no stream at all
     try:
         code = _main(argv)
-        sys.stdout.flush()
-        lost = sys.stdout.lost.error
+        if sys.stdout is not None:
+            sys.stdout.flush()
+        lost = sys.stdout.lost.error if sys.stdout is not None else None
         if lost is not None:  # as Python says it at exit, in one line, and 120 as Python's own
             from dq_contracts.engine.ci_output import Exit
 
@@ -444,7 +445,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return Exit.OUTPUT
         return code  # a closed pipe keeps the command's own code: a pipeline with pipefail sees it
     finally:
-        sys.stderr.flush()
+        if sys.stderr is not None:
+            sys.stderr.flush()
         sys.stdout, sys.stderr = streams
 
 
@@ -481,7 +483,7 @@ def script() -> None:
     reach a file or a server has by then (engines are disposed and reports closed inside main)."""
     gc.set_threshold(50_000, 50, 1000)
     code = main()  # which flushed its output, and said what could not be written
-    for stream in (sys.stdout, sys.stderr):
+    for stream in (s for s in (sys.stdout, sys.stderr) if s is not None):  # None: started with it closed
         try:
             stream.flush()
         except OSError:  # what main found already: the stream keeps the part it could not take
