@@ -74,10 +74,12 @@ def waiting_for_lock(open_file: Callable[[], T], seconds: float = LOCK_WAIT_SECO
 
 
 class SpillFolder:
-    """An engine's own spill folder, made below the spill root (the operator's `_TEMP_DIRECTORY` or the
-    default) when its first session opens and removed when the engine is disposed (or collected, or the
-    process exits). DuckDB names its spill files alike in every process (duckdb_temp_storage_DEFAULT-0.tmp),
-    so two processes spilling into one folder overwrite each other's files: corrupt reads, crashes."""
+    """An engine's own spill folder below the spill root (the operator's `_TEMP_DIRECTORY` or the
+    default): DuckDB names its spill files alike in every process (duckdb_temp_storage_DEFAULT-0.tmp),
+    so two processes spilling into one folder overwrite each other's files (corrupt reads, crashes).
+    Its name is random and DuckDB makes it only when it spills, as it made the root before (a root
+    that cannot be written fails a spill, not a check that never spills); it is removed when the
+    engine is disposed (or collected, or the process exits)."""
 
     def __init__(self, root: str) -> None:
         self.root, self.path, self._lock = root, None, threading.Lock()
@@ -85,8 +87,11 @@ class SpillFolder:
     def folder(self) -> str:
         with self._lock:
             if self.path is None:
-                os.makedirs(self.root, exist_ok=True)
-                self.path = tempfile.mkdtemp(prefix="run-", dir=self.root)  # mode 0700
+                try:
+                    os.makedirs(self.root, exist_ok=True)  # DuckDB makes one folder, not its parents
+                except OSError:
+                    pass  # DuckDB says why when it spills
+                self.path = os.path.join(self.root, f"run-{os.getpid()}-{os.urandom(6).hex()}")
                 self._finalizer = weakref.finalize(self, shutil.rmtree, self.path, True)
             return self.path
 
