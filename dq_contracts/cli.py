@@ -382,10 +382,75 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Lost:
+    """What a standard stream could not take: a closed pipe, or the first other failure (`error`)."""
+
+    def __init__(self) -> None:
+        self.closed_pipe, self.error = False, None
+
+    def failed(self, exc: OSError) -> None:
+        if isinstance(exc, BrokenPipeError):
+            self.closed_pipe = True
+        elif self.error is None:
+            self.error = exc
+
+
+class _Guarded:
+    """A standard stream whose failed write ends nothing: the command runs to its end and keeps its
+    exit code. After a closed pipe (`| head`) or a failure (a full disk, EIO) the rest is dropped; the
+    failure is said at the end (main). `buffer` (the JUnit report's bytes) shares the stream's fate."""
+
+    def __init__(self, stream, lost: _Lost | None = None) -> None:
+        self._stream, self.lost = stream, lost or _Lost()
+
+    def _guarded(self, do, default):
+        if self.lost.closed_pipe or self.lost.error is not None:
+            return default
+        try:
+            return do()
+        except OSError as exc:
+            self.lost.failed(exc)
+            return default
+
+    def write(self, data):
+        return self._guarded(lambda: self._stream.write(data), len(data))
+
+    def flush(self) -> None:
+        self._guarded(self._stream.flush, None)
+
+    @property
+    def buffer(self):
+        return _Guarded(self._stream.buffer, self.lost)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):  # a lone surrogate in a contract must not crash printing
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = (None if s is None else _Guarded(s) for s in streams)  # None: no stream at all
+    try:
+        code = _main(argv)
+        if sys.stdout is not None:
+            sys.stdout.flush()
+        lost = sys.stdout.lost.error if sys.stdout is not None else None
+        if lost is not None:  # as Python says it at exit, in one line, and 120 as Python's own
+            from dq_contracts.engine.ci_output import Exit
+
+            say(f"dq-contracts: the output could not be written ({lost.strerror or type(lost).__name__}): "
+                "it is lost", file=sys.stderr)
+            return Exit.OUTPUT
+        return code  # a closed pipe keeps the command's own code: a pipeline with pipefail sees it
+    finally:
+        if sys.stderr is not None:
+            sys.stderr.flush()
+        sys.stdout, sys.stderr = streams
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse's usage error is 2, which `check` gives to warnings alone
@@ -397,8 +462,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         say("interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 0
     except Exception as exc:  # never a traceback for the user; the message says what failed
         # ... except while checking, where an unexpected error may quote a value of the data
         from dq_contracts.engine.results import withheld
@@ -419,11 +482,11 @@ def script() -> None:
     teardown of every imported module took about 60 ms after the report was printed. Whatever must
     reach a file or a server has by then (engines are disposed and reports closed inside main)."""
     gc.set_threshold(50_000, 50, 1000)
-    code = main()
-    for stream in (sys.stdout, sys.stderr):
+    code = main()  # which flushed its output, and said what could not be written
+    for stream in (s for s in (sys.stdout, sys.stderr) if s is not None):  # None: started with it closed
         try:
             stream.flush()
-        except (BrokenPipeError, OSError):  # a closed pipe (`| head`) has nothing left to take
+        except OSError:  # what main found already: the stream keeps the part it could not take
             pass
     os._exit(int(code or 0))
 

@@ -249,3 +249,39 @@ def test_the_command_leaves_with_its_output_whole_and_its_exit_code(demo_dir, ca
     else:
         assert first.split()[:2] == ["asset", "check"]
         assert "Traceback" not in err and "BrokenPipe" not in err, err
+        assert code == 1, err  # the checks' own code, not 0: `check | head` under pipefail fails as they do
+
+
+# Where stdout cannot take the output (buffered, as a user's shell has it): a full disk or an I/O
+# error is said in one line on stderr and exits 120 (Python's own code for it), the report being
+# lost; a pipe closed before anything is read (`| head -c 10` already gone) keeps the checks' code.
+# (arguments after `check <demo contracts>`, where stdout goes, exit code, what stderr says)
+UNWRITTEN = [
+    ("text on a full disk", [], "/dev/full", 120, "dq-contracts: the output could not be written (No space left on device): it is lost"),
+    ("json on a full disk", ["--format", "json"], "/dev/full", 120, "dq-contracts: the output could not be written (No space left on device): it is lost"),
+    ("junit on a full disk", ["--format", "junit"], "/dev/full", 120, "dq-contracts: the output could not be written (No space left on device): it is lost"),
+    ("text on a closed pipe", [], "closed pipe", 1, ""),
+    ("json on a closed pipe", ["--format", "json"], "closed pipe", 1, ""),
+    ("junit on a closed pipe", ["--format", "junit"], "closed pipe", 1, ""),
+    ("a usage error on a closed pipe", ["--format", "nope"], "closed pipe", 4, None),
+]
+
+
+@pytest.mark.parametrize("case, args, target, code, said", UNWRITTEN, ids=[c[0] for c in UNWRITTEN])
+def test_output_that_cannot_be_written_is_said_and_keeps_the_exit_code(demo_dir, case, args, target, code, said):
+    import os
+
+    environ = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if target == "closed pipe":
+        reader, stdout = os.pipe()
+        os.close(reader)  # gone before the first byte, as `| head -c 10` once it has read them
+    else:
+        stdout = os.open(target, os.O_WRONLY)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "dq_contracts.cli", "check", "contracts", *args], cwd=demo_dir,
+                              stdout=stdout, stderr=subprocess.PIPE, text=True, env=environ, timeout=120)
+    finally:
+        os.close(stdout)
+    assert proc.returncode == code, proc.stderr
+    if said is not None:
+        assert proc.stderr == (said + "\n" if said else ""), proc.stderr

@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
 from dq_contracts.odcs.plans import CheckPlan
+from dq_contracts.odcs.type_names import is_text
 from dq_contracts.engine.sql import as_bytes, compound_duplicates, orphan_samples
 from dq_contracts.engine.dialects import dialect_of
 from dq_contracts.engine import nested
@@ -113,7 +114,28 @@ def _typed_bound(check: CheckPlan, value: Any) -> ColumnElement:
         return sa.cast(sa.bindparam(None, str(value).removesuffix("Z"), type_=sa.String), sa.Time)
     if logical == "timestamp":
         return sa.cast(sa.bindparam(None, utc_text(value), type_=sa.String), sa.DateTime)
-    return sa.bindparam(None, value)
+    return sa.bindparam(None, exact_number(value))
+
+
+# BIGINT's range: an integral float inside it is bound as the integer it is exactly
+_INT64 = range(-2**63, 2**63)
+
+
+def exact_number(value: Any) -> Any:
+    """An integral float (`1.0e+18`) within the 64-bit integer range as that integer, exactly the
+    float's value: compared with a float, an integer column is compared in double precision, where
+    999999999999999999 is not below 1.0e+18. Any other value as it is."""
+    if isinstance(value, float) and value.is_integer() and int(value) in _INT64:
+        return int(value)
+    return value
+
+
+def _exact_listed(check: CheckPlan, checked: CheckedObject, values: list) -> list:
+    """Listed values as exact_number makes them, on a column not compared as text (on a text column
+    `1.0` is the text '1.0')."""
+    text = nested.leaf_is_text(check) if check.params.get("path") else \
+        is_text(checked.obj.column(check.params["column"]), values)
+    return values if text else [exact_number(v) for v in values]
 
 
 def utc_text(value: Any) -> str:
@@ -173,13 +195,13 @@ def _listed(values: list) -> list:
 
 
 def _accepted(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
-    col, values = _column(check, checked), _listed(check.params["values"])
+    col, values = _column(check, checked), _exact_listed(check, checked, _listed(check.params["values"]))
     return sa.and_(col.is_not(None), _compared(check, checked, values).not_in(values))
 
 
 def _missing(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
     col, values = _column(check, checked), check.params["values"]
-    present = _listed(values)
+    present = _exact_listed(check, checked, _listed(values))
     conditions = [_compared(check, checked, present).in_(present)] if present else []
     if None in values:  # a nested field's NULL only where its structs are there (_is_null)
         conditions.append(_is_null(check, checked) if check.params.get("path") else col.is_(None))
@@ -190,7 +212,7 @@ def _invalid(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
     p, col = check.params, _column(check, checked)
     invalid = []
     if p.get("valid_values") is not None:
-        valid = _listed(p["valid_values"])
+        valid = _exact_listed(check, checked, _listed(p["valid_values"]))
         invalid.append(_compared(check, checked, valid).not_in(valid))
     if p.get("pattern") is not None:
         invalid.append(sa.not_(dialect_of(checked.dialect).regex(_as_text(check, checked), p["pattern"])))

@@ -33,6 +33,7 @@ class Exit(IntEnum):
     WARNED = 2  # only WARN clauses failed (or could not be evaluated): `check` alone
     INTERNAL = 3  # dq-contracts itself failed: a bug, said in one line on stderr
     USAGE = 4  # an unknown option, a missing argument (argparse's own 2 would read as WARNED)
+    OUTPUT = 120  # the output could not be written (a full disk, EIO; not a closed pipe): Python's own code
 
 
 def blocking(result: CheckResult) -> bool:

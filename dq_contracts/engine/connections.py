@@ -17,8 +17,9 @@ so a contract means the same file from `dagster dev`, `dg`, the CLI and any work
 
 DuckDB check sessions (a `duckdb` server, or a file server that DuckDB reads) are bounded: at most
 `_MEMORY_LIMIT` of memory (default 1GB, DuckDB's own default is 80 % of the host's, per session:
-one per object checked in parallel), spilling to `_TEMP_DIRECTORY` (default: a `dq_contracts_spill`
-folder in the system's temp folder), with `_THREADS` threads (default DuckDB's: every core). They
+one per object checked in parallel), spilling to a folder of the engine's own below `_TEMP_DIRECTORY`
+(default: a `dq_contracts_spill` folder in the system's temp folder), removed when the engine is
+disposed (dialect_duckdb.SpillFolder: concurrent runs never share spill files), with `_THREADS` threads (default DuckDB's: every core). They
 install and load no extension, and a warehouse file that defines macros (or types named like
 built-in ones) is refused: its objects would change what the checks' SQL means. A PostgreSQL
 database holding a cast its owner wrote a function for is refused for the same reason (a cast is

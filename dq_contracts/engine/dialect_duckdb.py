@@ -11,9 +11,11 @@ from __future__ import annotations
 import functools
 import math
 import os
+import shutil
 import tempfile
 import threading
 import time
+import weakref
 from typing import Any, Callable, TypeVar
 
 import sqlalchemy as sa
@@ -71,13 +73,49 @@ def waiting_for_lock(open_file: Callable[[], T], seconds: float = LOCK_WAIT_SECO
         pause = min(pause * 2, 1.0)
 
 
+class SpillFolder:
+    """An engine's own spill folder below the spill root (the operator's `_TEMP_DIRECTORY` or the
+    default): DuckDB names its spill files alike in every process (duckdb_temp_storage_DEFAULT-0.tmp),
+    so two processes spilling into one folder overwrite each other's files (corrupt reads, crashes).
+    Its name is random and DuckDB makes it only when it spills, as it made the root before (a root
+    that cannot be written fails a spill, not a check that never spills); it is removed when the
+    engine is disposed (or collected, or the process exits)."""
+
+    def __init__(self, root: str) -> None:
+        self.root, self.path, self._lock = root, None, threading.Lock()
+
+    def folder(self) -> str:
+        with self._lock:
+            if self.path is None:
+                try:
+                    os.makedirs(self.root, exist_ok=True)  # DuckDB makes one folder, not its parents
+                except OSError:
+                    pass  # DuckDB says why when it spills
+                self.path = os.path.join(self.root, f"run-{os.getpid()}-{os.urandom(6).hex()}")
+                self._finalizer = weakref.finalize(self, shutil.rmtree, self.path, True)
+            return self.path
+
+    def remove(self) -> None:
+        with self._lock:
+            if self.path is not None:
+                self._finalizer()  # rmtree, once; a session opened after dispose gets a new folder
+                self.path = None
+
+
 def prepare(engine: sa.Engine, connection: Any) -> None:
     allowed = connection.files.allowed() if connection.files is not None else None
     allowed_files = connection.files.allowed_files() if connection.files is not None else []
+    root = dict(connection.duckdb).get("temp_directory")
+    spill = SpillFolder(root) if root else None
 
     @sa.event.listens_for(engine, "do_connect")
     def wait_for_writer(dialect, _record, cargs, cparams):
+        if spill is not None:  # config is set when the database opens (`options`), the folder with it
+            cparams["config"] = {**cparams["config"], "temp_directory": spill.folder()}
         return waiting_for_lock(lambda: dialect.connect(*cargs, **cparams))
+
+    if spill is not None:
+        sa.event.listen(engine, "engine_disposed", lambda _engine: spill.remove())
 
     @sa.event.listens_for(engine, "connect")
     def confine(dbapi_connection, _record) -> None:

@@ -196,7 +196,9 @@ class _Declared:
 
 def _value_key(value: Any, text: bool) -> str:
     if not text and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return format(Decimal(str(value)).normalize(), "f")  # 1, 1.0 and 1e0 alike
+        # by its exact value, as the checks compare it (check_kinds.exact_number): 1, 1.0 and 1e0 alike, but
+        # 1.152921504606847e+18 is 2^60 = 1152921504606846976, not the 1152921504606847000 its repr spells
+        return format(Decimal(value).normalize(), "f")
     return json.dumps(value, sort_keys=True, default=str)
 
 

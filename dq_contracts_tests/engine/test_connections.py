@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import duckdb
 import pytest
 import sqlalchemy as sa
 
 from dq_contracts.engine.connections import connection_for, engine_for
 from dq_contracts.engine.results import scrub
+from dq_contracts_tests.support import duckdb_with
 
 
 def test_postgres_credentials_come_from_the_environment():
@@ -73,9 +78,48 @@ def test_duckdb_check_sessions_are_bounded(tmp_path, server, environ, memory, th
         with pytest.raises(Exception, match="locked"):
             c.exec_driver_sql("SET memory_limit = '100GB'")
     engine.dispose()
-    assert got[0] == memory and got[1] == str(spill)
+    # the engine's own folder below the operator's (made by DuckDB when it spills; test_concurrent_runs_spill_apart)
+    assert got[0] == memory and os.path.dirname(got[1]) == str(spill) and os.path.basename(got[1]).startswith("run-")
     if threads is not None:
         assert got[2] == threads
+
+
+SPILLING = """\
+apiVersion: v3.0.2
+kind: DataContract
+id: urn:test:{name}
+version: 1.0.0
+status: active
+servers: [{{server: local, type: duckdb, database: ../../{name}.duckdb}}]
+schema:
+  - name: t
+    properties:
+      - {{name: s, logicalType: string, unique: true}}
+      - {{name: i, logicalType: integer, unique: true}}
+"""
+
+
+def test_concurrent_runs_spill_apart(tmp_path):
+    """Two runs spilling at once, on the operator's one spill folder: DuckDB names its spill files
+    alike in every process (duckdb_temp_storage_DEFAULT-0.tmp), so in one folder each read the other's
+    ("Could not read enough bytes", "Corrupt temporary file", a segmentation fault). Each run has a
+    folder of its own below it, removed at its end."""
+    for name in ("a", "b"):
+        duckdb_with(tmp_path / f"{name}.duckdb", "CREATE TABLE t AS SELECT md5(i::varchar) || md5((i + 1)::varchar)"
+                    " AS s, i FROM range(600000) r(i)")  # 64-character keys: a distinct count of them spills
+        (tmp_path / "contracts" / name).mkdir(parents=True)
+        (tmp_path / "contracts" / name / "c.odcs.yaml").write_text(SPILLING.format(name=name))
+    spill = tmp_path / "spill"
+    environ = {**os.environ, "DQ_CONTRACTS_LOCAL_ROOTS": str(tmp_path), "DQ_CONTRACTS_LOCAL_MEMORY_LIMIT": "40MB",
+               "DQ_CONTRACTS_LOCAL_THREADS": "1", "DQ_CONTRACTS_LOCAL_TEMP_DIRECTORY": str(spill)}
+    for _ in range(2):  # two rounds: on one shared folder, nearly every run of two at once broke
+        runs = [subprocess.Popen([sys.executable, "-m", "dq_contracts.cli", "check", f"contracts/{name}"],
+                                 cwd=tmp_path, env=environ, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                for name in ("a", "b")]
+        said = [run.communicate(timeout=120)[0] for run in runs]
+        assert [run.returncode for run in runs] == [0, 0], said
+        assert all("3 check(s): 3 pass" in out for out in said), said
+    assert os.listdir(spill) == []
 
 
 def test_scrub_hides_url_passwords_and_known_secrets():
