@@ -32,11 +32,10 @@ import re
 import stat
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
-from urllib.parse import unquote, urlsplit
 
 from dq_contracts.odcs.servers import (ENDPOINT, FORMAT_EXTENSIONS, is_file_server, lake_format, lake_location, local,
                                       same_type, schema_of_server, server_type)
-from dq_contracts.odcs.url_secrets import url_secrets
+from dq_contracts.odcs.url_secrets import endpoint as url_endpoint, url_secrets
 
 # (field, the variable's suffix, how a list is split: None for one value)
 FIELDS: tuple[tuple[str, str, str | None], ...] = (
@@ -294,10 +293,9 @@ def endpoint_disagreements(server: Mapping[str, Any], host: Any, port: Any, data
 def declared_endpoint(declaration: ServerDeclaration) -> tuple[Any, Any, Any] | None:
     """(host, port, database) the operator declared, or None when no endpoint was."""
     if declaration.url:
-        # the operator's own URL, read at load without the engine; connections.py reads it again
-        # with SQLAlchemy's parser before anything connects, and refuses there what differs
-        url = urlsplit(declaration.url)
-        return url.hostname, url.port, unquote(url.path.lstrip("/")) or None
+        # the operator's own URL, read at load without the engine as SQLAlchemy reads it (a raw `/` in
+        # its password is no path); connections.py reads it again with SQLAlchemy before anything connects
+        return url_endpoint(declaration.url) or (None, None, None)
     if declaration.host:
         return declaration.host, declaration.port, declaration.database
     return None

@@ -8,11 +8,13 @@ from urllib.parse import parse_qsl
 
 import pytest
 import sqlalchemy as sa
+import yaml
 
 from dq_contracts.engine.connections import connection_for
 from dq_contracts.engine.contracts import Warehouses, run_contract
 from dq_contracts.odcs.declaration import declared_secrets
-from dq_contracts.odcs.url_secrets import PASSWORD_PARAMETERS, url_secrets
+from dq_contracts.odcs.load import load_contracts
+from dq_contracts.odcs.url_secrets import PASSWORD_PARAMETERS, endpoint, url_secrets
 from dq_contracts_tests.support import contract, duckdb_with, plan_of
 
 # (the operator's URL, the secret the driver is sent: SQLAlchemy's password, or a query parameter)
@@ -78,3 +80,29 @@ def test_a_table_holding_the_secret_shows_it_masked(tmp_path, url, secret):
         result = next(r for r in run_contract(plan, warehouses) if r.name == "key__pattern")
     assert not result.passed and result.samples == ["user=***"], result.samples
     assert secret not in repr(result.to_json())
+
+
+ENDPOINTS = [u for u, _ in URLS] + NONE + [
+    "postgresql://checker:pw@[::1]:5433/wh", "postgresql://checker:pw@db.internal:5432/w%2Fh",
+    "postgresql://checker:s3cr/et#pw@db.internal:5432/wh#x", "postgresql+psycopg2://db.internal/wh?password=a/b@c"]
+
+
+@pytest.mark.parametrize("url", ENDPOINTS)
+def test_the_load_reads_the_operators_endpoint_as_sqlalchemy_does(url):
+    parsed = sa.make_url(url)
+    assert endpoint(url) == (parsed.host or None, parsed.port, parsed.database or None)
+
+
+def test_a_password_with_a_raw_slash_is_no_port_at_load(tmp_path):
+    """urlsplit read `checker:s3cr` as host and port: validate and check stopped on `Port could not be cast`."""
+    server = {"server": "prod", "type": "postgres", "host": "db.internal", "port": 5432, "database": "wh",
+              "schema": "public"}
+    path = tmp_path / "c.odcs.yaml"
+    path.write_text(yaml.safe_dump(contract(server, [{"name": "a", "logicalType": "integer"}])))
+    for url, problems in [("postgresql://checker:s3cr/et#pw@db.internal:5432/wh", []),
+                          ("postgresql://checker:s3cr/et#pw@other.internal:5432/wh", [
+                              "servers[0].host: server 'prod': the contract says host 'db.internal', the operator "
+                              "declared 'other.internal'; not connecting (make them agree, or leave host out of the "
+                              "contract)"])]:
+        loaded = load_contracts([path], environ={"DQ_CONTRACTS_PROD_URL": url})
+        assert [f"{p.path}: {p.message}" for p in loaded.problems] == problems
