@@ -1,4 +1,4 @@
-"""The secrets a URL of the operator's holds, found as the code that sends it reads them.
+"""A URL of the operator's as the code that sends it reads it: its secrets and its endpoint.
 
 A server's `_URL` is read by SQLAlchemy (engine/connections.py: `sa.make_url`), which splits it by
 its own pattern, not as urllib does: a password runs to the first `@` after the user's `:`, raw `/`,
