@@ -13,7 +13,8 @@ import sqlalchemy as sa
 
 from dq_contracts.dagster_defs.resource import WarehouseResource
 from dq_contracts.engine.contracts import Warehouses, choose_server
-from dq_contracts.engine.results import error_of, masked, touches_classified
+from dq_contracts.engine.dialects import dialect_of
+from dq_contracts.engine.results import StatementTimeout, error_of, masked, touches_classified
 from dq_contracts.engine.schema_check import read_catalog
 from dq_contracts.engine.checked_object import CheckedObject
 from dq_contracts.engine.sessions import read_only
@@ -50,8 +51,8 @@ def freshness_sensor(watched: list[tuple[ContractPlan, ObjectPlan, str, dg.Asset
                                                          plan.root)
                     table = table_for(obj.physical_name, connection.schema, [column],
                                       engine.dialect.identifier_preparer, connection.files)
+                    newest, dated = _newest(engine, table.c[column], warehouse.timeout_seconds)
                     with read_only(engine, warehouse.timeout_seconds) as conn:
-                        newest = conn.execute(sa.select(sa.func.max(table.c[column]))).scalar()
                         columns = _observed_columns(obj, table, engine, connection, conn)
                 except Exception as exc:  # one unreachable table must not stop the others
                     context.log.warning(visible(f"{shown}: "
@@ -60,7 +61,7 @@ def freshness_sensor(watched: list[tuple[ContractPlan, ObjectPlan, str, dg.Asset
                 if newest is None:
                     continue
                 where = f"{obj.physical_name}.{column}"
-                if not isinstance(newest, dt.date):  # as the freshness check, which cannot read it as one
+                if not dated:
                     cursor.pop(shown, None)  # an earlier release kept the value itself
                     context.log.warning(visible(f"{shown}: freshness needs a date or timestamp column, and {where} "
                                                 "could not be read as one; no advance is reported"))
@@ -84,6 +85,21 @@ def freshness_sensor(watched: list[tuple[ContractPlan, ObjectPlan, str, dg.Asset
         return dg.SensorResult(asset_events=events, cursor=json.dumps(cursor, sort_keys=True))
 
     return report_advances
+
+
+def _newest(engine: sa.Engine, column: Any, timeout_seconds: float) -> tuple[Any, bool]:
+    """(the column's newest value, whether it is a date or timestamp as the freshness check reads one:
+    the database takes its epoch, the check's own expression), in one scan; when the epoch fails,
+    the newest value alone, whose own error (no table, no server) is the tick's."""
+    epoch = dialect_of(engine.dialect.name).epoch(sa.func.max(column))
+    try:
+        with read_only(engine, timeout_seconds) as conn:
+            return conn.execute(sa.select(sa.func.max(column), epoch)).one()[0], True
+    except StatementTimeout:
+        raise
+    except Exception:  # the column is no date: the database cannot take its epoch
+        with read_only(engine, timeout_seconds) as conn:
+            return conn.execute(sa.select(sa.func.max(column))).scalar(), False
 
 
 def _secrets(connection: Any, warehouses: Warehouses) -> tuple[str, ...]:

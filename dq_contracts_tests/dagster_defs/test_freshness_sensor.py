@@ -105,3 +105,19 @@ def test_a_classified_columns_advance_is_told_without_its_value(tmp_path):
     assert "dq_contracts/newest" not in result.asset_events[0].metadata
     for published in (first, again, advanced):
         assert "2026-03" not in published and "10:00" not in published and "11:00" not in published, published
+
+
+@pytest.mark.parametrize("column_type, value", sorted({(c[0], c[3]) for c in CASES} | {
+    ("VARCHAR", "2026-03-01 10:00:00"), ("TIMESTAMPTZ", "2026-03-01 10:00:00+00")}))
+def test_the_sensor_takes_a_column_for_a_date_exactly_when_the_freshness_check_does(tmp_path, column_type, value):
+    from dq_contracts.engine.contracts import Warehouses, run_contract
+    from dq_contracts.odcs.load import load_contracts
+
+    write(tmp_path, column_type, value)
+    published, result = tick(sensor_for(tmp_path, column_type, False))
+    with Warehouses({}) as warehouses:
+        [fresh] = [r for r in run_contract(load_contracts([tmp_path / "contracts"]).plans[0], warehouses)
+                   if r.kind == "freshness"]
+    not_a_date = "could not be read as one" in (fresh.error or "")
+    assert (NOT_A_DATE in published) is not_a_date and bool(result.asset_events) is not not_a_date, (
+        fresh.error, published)
