@@ -44,6 +44,7 @@ from dq_contracts.odcs.declaration import (ServerDeclaration, declaration_of, de
                                    env_prefix, inside,
                                    is_regular, is_remote, local_path, location_refusal, real_roots, server_name)
 from dq_contracts.odcs.declaration import Files
+from dq_contracts.odcs.url_secrets import url_secrets
 from dq_contracts.odcs.servers import FORMAT_EXTENSIONS, lake_format, lake_location
 
 
@@ -87,7 +88,7 @@ def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None 
             _agrees(server, url, name, f"{prefix}_URL")
             url = _with_catalog(server, url)
         _vouched_for(url, name, vouched)
-        return Connection(url, _schema_of(url, schema), tuple(s for s in (url.password,) if s), None,
+        return Connection(url, _schema_of(url, schema), _secrets_of(url.password, declaration.url), None,
                           _settings(url.get_backend_name(), declaration), credentials_read_only=vouched)
     if lake_format(server):
         return _lake_connection(server, declaration, folder, root)
@@ -184,9 +185,15 @@ def _lake_connection(server: Mapping[str, Any], declaration: ServerDeclaration, 
         namespace = str(server.get("namespace") or server.get("schema") or "default")
         lake = Lake("iceberg", namespace, roots, declaration.remote, tuple(sorted(properties.items())))
         password = sa.make_url(declaration.catalog_url).password if "://" in declaration.catalog_url else None
-        secrets = (password,) if password else ()
+        secrets = _secrets_of(password, declaration.catalog_url)
     return Connection(sa.URL.create("duckdb", database=":memory:"), None, secrets, lake,
                       _settings("duckdb", declaration))
+
+
+def _secrets_of(password: str | None, text: str) -> tuple[str, ...]:
+    """A URL's secrets: SQLAlchemy's password, and what url_secrets finds in the text (the same
+    password, and any password-like query parameter the driver is given) of at least 4 characters."""
+    return tuple(dict.fromkeys(s for s in (password, *(f for f in url_secrets(text) if len(f) >= 4)) if s))
 
 
 def _hidden(location: str, roots: tuple[str, ...]) -> str | None:

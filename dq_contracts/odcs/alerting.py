@@ -26,6 +26,7 @@ from typing import Any, Mapping
 from urllib.parse import quote, urlencode
 
 from dq_contracts.odcs.support import AlertPolicy, Destination, allowed_destinations, shorten
+from dq_contracts.odcs.url_secrets import without_userinfo
 from dq_contracts.odcs.visible import one_line as visible_one_line
 
 # failures in a row that open an episode, by the severity of the failing result
@@ -333,7 +334,9 @@ def rendered(delivery: Delivery, check: Watched, policy: AlertPolicy) -> Deliver
 
 
 def check_link(base: str, asset_path: tuple[str, ...], name: str) -> str:
-    """The check's page in the Dagster UI (as the UI's own links: /assets/<path>?view=checks&checkDetail=<name>)."""
+    """The check's page in the Dagster UI (as the UI's own links: /assets/<path>?view=checks&checkDetail=<name>),
+    never with a user or password of `base`: a link goes to every destination."""
+    base = without_userinfo(base)
     path = "/".join(quote(part, safe="") for part in asset_path)
     return f"{base.rstrip('/')}/assets/{path}?" + urlencode({"view": "checks", "checkDetail": name}, quote_via=quote)
 
@@ -357,7 +360,7 @@ def message(kind: str, check: Watched, evaluation: Evaluation, fails: int, base:
     else:
         headline = f"RECOVERED {where} {one_line(check.name)}: passes again"
     link = check_link(base, check.asset_path, check.name)
-    link = link if len(link) <= MAX_LINK else base.rstrip("/")
+    link = link if len(link) <= MAX_LINK else without_userinfo(base).rstrip("/")
     pieces = (one_line(evaluation.sentence), one_line(check.location), one_line(check.contract), link)
     lines = [shorten(headline, MAX_HEADLINE), *(label + piece for label, piece in zip(LABELS, pieces))]
     subject = " ".join(f"[dq_contracts] {headline}".split())

@@ -32,10 +32,10 @@ import re
 import stat
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
-from urllib.parse import unquote, urlsplit
 
 from dq_contracts.odcs.servers import (ENDPOINT, FORMAT_EXTENSIONS, is_file_server, lake_format, lake_location, local,
                                       same_type, schema_of_server, server_type)
+from dq_contracts.odcs.url_secrets import endpoint as url_endpoint, url_secrets
 
 # (field, the variable's suffix, how a list is split: None for one value)
 FIELDS: tuple[tuple[str, str, str | None], ...] = (
@@ -111,7 +111,8 @@ class ServerDeclaration:
 
 # (the operator's variables, by prefix; the suffix of one holding a secret; how it holds it): every
 # server's `_PASSWORD` and a `_URL`'s password, and the alerts' settings (support.ALERT_SETTINGS):
-# the SMTP password, a password in the UI's URL or in a webhook host entry written as a URL
+# the SMTP password, a password in the UI's URL or in a webhook host entry written as a URL (a URL's
+# password as SQLAlchemy reads it, and a password-like query parameter: url_secrets.py)
 SECRET_VARIABLES: tuple[tuple[str, str, str], ...] = (
     ("DQ_CONTRACTS_", "_PASSWORD", "value"),
     ("DQ_CONTRACTS_", "_URL", "url"),
@@ -135,12 +136,7 @@ def declared_secrets(environ: Mapping[str, str] | None = None) -> tuple[str, ...
             found.append(value)
             continue
         for url in value.split(",") if how == "urls" else (value,):
-            try:
-                password = urlsplit(url.strip()).password
-            except ValueError:
-                password = None
-            if password:
-                found.extend((password, unquote(password)))
+            found.extend(url_secrets(url))  # as SQLAlchemy and urllib read it, and a password in its query
     return tuple(dict.fromkeys(s for s in found if len(s) >= 4))  # a 1-3 character mask would mask everything
 
 
@@ -297,10 +293,9 @@ def endpoint_disagreements(server: Mapping[str, Any], host: Any, port: Any, data
 def declared_endpoint(declaration: ServerDeclaration) -> tuple[Any, Any, Any] | None:
     """(host, port, database) the operator declared, or None when no endpoint was."""
     if declaration.url:
-        # the operator's own URL, read at load without the engine; connections.py reads it again
-        # with SQLAlchemy's parser before anything connects, and refuses there what differs
-        url = urlsplit(declaration.url)
-        return url.hostname, url.port, unquote(url.path.lstrip("/")) or None
+        # the operator's own URL, read at load without the engine as SQLAlchemy reads it (a raw `/` in
+        # its password is no path); connections.py reads it again with SQLAlchemy before anything connects
+        return url_endpoint(declaration.url) or (None, None, None)
     if declaration.host:
         return declaration.host, declaration.port, declaration.database
     return None

@@ -24,7 +24,7 @@ from dq_contracts.odcs.loader import load_documents
 from dq_contracts.odcs.paths import named_path, parts_of
 from dq_contracts.odcs.plans import ContractPlan
 from dq_contracts.odcs.problems import Problem, ProblemSeverity, Reach, contract_errors_of, errors_of
-from dq_contracts.odcs.support import alert_policy, support_refusals
+from dq_contracts.odcs.support import alert_policy, policy_warnings, support_refusals
 from dq_contracts.odcs.validate import ValidatedContract, validate_document
 
 
@@ -92,11 +92,14 @@ def server_problems(plans: Iterable[ContractPlan], server: str | None,
 def support_problems(plans: Iterable[ContractPlan], line_of=lambda plan, parts: None,
                      environ: Mapping[str, str] | None = None) -> list[Problem]:
     """A support channel the operator's alert allow-list refuses (support.support_refusals): a
-    warning at its line; the contract runs, and nothing is sent there."""
+    warning at its line; the contract runs, and nothing is sent there. And the operator's own alert
+    settings' warnings (support.policy_warnings), once, under the variable's name."""
     policy = alert_policy(environ)
-    return [Problem(plan.file, message, named_path({"support": list(plan.support)}, parts), line_of(plan, parts),
-                    ProblemSeverity.WARNING)
-            for plan in plans for parts, message in support_refusals(plan.support, policy)]
+    return [*(Problem("DQ_ALERTS_UI_URL", message, severity=ProblemSeverity.WARNING)
+              for message in policy_warnings(policy)),
+            *(Problem(plan.file, message, named_path({"support": list(plan.support)}, parts), line_of(plan, parts),
+                      ProblemSeverity.WARNING)
+              for plan in plans for parts, message in support_refusals(plan.support, policy))]
 
 
 def load_contracts(paths: Iterable[str | os.PathLike[str]], *, server: str | None = None,

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 from urllib.parse import unquote, urlsplit
 
+from dq_contracts.odcs.url_secrets import without_userinfo
+
 # (field of AlertPolicy, environment variable, list separator or None) — the operator's settings
 ALERT_SETTINGS: tuple[tuple[str, str, str | None], ...] = (
     ("webhook_hosts", "DQ_ALERTS_WEBHOOK_HOSTS", ","),  # hooks.slack.com, *.webhook.office.com, http://h:port
@@ -114,7 +116,13 @@ class AlertPolicy:
 
     @property
     def link_base(self) -> str:
-        return (self.ui_url or DEFAULT_UI_URL).rstrip("/")
+        """The UI the links point to, never with a user or password: a link goes to every destination."""
+        return without_userinfo(self.ui_url or DEFAULT_UI_URL).rstrip("/")
+
+    @property
+    def ui_url_credentials(self) -> bool:
+        """Whether the operator's UI URL holds a user or password (which link_base leaves out)."""
+        return bool(self.ui_url) and without_userinfo(self.ui_url) != self.ui_url.strip()
 
     @property
     def tls(self) -> str:
@@ -247,6 +255,15 @@ def _matches(name: str, allowed: tuple[str, ...]) -> bool:
 def shorten(text: str, limit: int) -> str:
     """`text` cut to `limit` characters, an ellipsis saying it was."""
     return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def policy_warnings(policy: AlertPolicy) -> list[str]:
+    """What is wrong in the operator's own alert settings (not a contract's): a warning of `validate`
+    and of the code location's start."""
+    if not policy.ui_url_credentials:
+        return []
+    return [f"the Dagster UI's URL holds a user or password, which is never sent: alert links go to every "
+            f"destination a contract names, so they point to {policy.link_base} (its readers sign in themselves)"]
 
 
 def support_refusals(support: Any, policy: AlertPolicy) -> list[tuple[list[str | int], str]]:

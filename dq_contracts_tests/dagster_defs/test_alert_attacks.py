@@ -335,3 +335,44 @@ def test_the_cursor_keeps_what_renders_a_message_again_not_its_text_per_destinat
     again, _ = to_send(AlertState.from_cursor(cursor).pending, {check.key: check}, POLICY)
     assert [(d.subject, d.text, d.link) for d in again] == [(d.subject, d.text, d.link) for d in state.pending]
     assert "FAIL WARN items partition 2026-01-02 code__pattern (2 times in a row)" in again[0].text
+
+
+# C: (the operator's DQ_ALERTS_UI_URL, the base every link has) — no link or text carries its user or password
+UI_URL_CASES = [
+    ("https://admin:UIpassw0rd@dagster.internal", "https://dagster.internal"),
+    ("https://admin:UIpassw0rd@dagster.internal:3000/dagster/", "https://dagster.internal:3000/dagster"),
+    ("https://admin@dagster.internal", "https://dagster.internal"),  # a user alone is the UI's login too
+    ("https://admin:UI%2Fpassw0rd@dagster.internal", "https://dagster.internal"),  # percent-encoded
+    ("https://admin:UI/passw0rd@dagster.internal", "https://dagster.internal"),  # a raw `/`: SQLAlchemy's reading
+    ("https://admin:UI@passw0rd@dagster.internal", "https://dagster.internal"),  # a raw `@`: urllib's reading
+    ("https://dagster.internal/ui", "https://dagster.internal/ui"),  # no credentials: as written
+]
+
+
+@pytest.mark.parametrize("ui_url, base", UI_URL_CASES)
+def test_no_alert_link_or_text_carries_the_ui_urls_credentials(ui_url, base):
+    policy = alert_policy({"DQ_ALERTS_MAIL_DOMAINS": "example.com", "DQ_ALERTS_UI_URL": ui_url})
+    check = Watched(("items",), "id__not_null", "urn:x 1.0.0", "c.yaml:3 x", ({"tool": "email",
+                                                                              "channel": "team@example.com"},))
+    state = AlertState(read={})
+    observe(state, [Evaluation(check.key, False, "ERROR", "1 NULL", None, "r:1")], {check.key: check}, policy)
+    sent, _ = to_send(state.pending, {check.key: check}, policy)
+    assert [d.link for d in sent] == [f"{base}/assets/items?view=checks&checkDetail=id__not_null"]
+    shown = " ".join(f"{d.subject} {d.text} {d.link}" for d in sent)
+    assert f"Check in Dagster: {base}/assets/items" in shown
+    assert not any(part in shown for part in ("admin", "UIpassw0rd", "passw0rd", "%2F")), shown
+
+
+def test_validate_and_the_code_location_warn_that_the_ui_urls_credentials_are_never_sent(tmp_path):
+    from dq_contracts.odcs.load import load_contracts
+
+    (tmp_path / "contracts").mkdir()
+    (tmp_path / "contracts" / "t.odcs.yaml").write_text(json.dumps({
+        "apiVersion": "v3.1.0", "kind": "DataContract", "id": "t", "version": "1.0.0", "status": "active",
+        "schema": [{"name": "t", "properties": [{"name": "a", "logicalType": "integer"}]}]}))
+    environ = {"DQ_ALERTS_UI_URL": "https://admin:UIpassw0rd@dagster.internal"}
+    warned = [p.render() for p in load_contracts([tmp_path / "contracts"], environ=environ).problems]
+    assert warned == ["DQ_ALERTS_UI_URL: warning: the Dagster UI's URL holds a user or password, which is never "
+                      "sent: alert links go to every destination a contract names, so they point to "
+                      "https://dagster.internal (its readers sign in themselves)"]
+    assert load_contracts([tmp_path / "contracts"], environ={"DQ_ALERTS_UI_URL": "https://h"}).problems == []
