@@ -3,7 +3,8 @@ types (the schema check's read, engine/dialects.py `catalog_columns`) and, in on
 table on the read-only, time-limited session `check` uses (engine/sessions.py): rows, and per column
 its NULLs, exact distinct count, range (numbers, dates, timestamps; a number's of its finite values,
 its NaNs and infinities counted) and longest text. A column whose name suggests personal data, or
-that the contract compared with classifies, has its counts alone measured. Only a text column with
+that the contract compared with (or any contract loaded with it) classifies, has its counts alone
+measured. Only a text column with
 few distinct values and neither has its values read (one bounded DISTINCT query): nothing else of
 the data leaves the warehouse. Files (a file server's
 Files) are read as `check` reads them: their columns as DuckDB's reader types them, scanned by that
