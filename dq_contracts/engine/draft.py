@@ -141,7 +141,7 @@ def measure_table(connection: sa.Connection, name: str, schema: str | None, file
     for key in classified:
         column = column_of(columns, key)
         if column is not None:
-            column.withheld = "the contract classifies it"
+            column.withheld = "a contract of its table classifies it"
     for column in columns:
         column.withheld = withheld(column)
     labels: list[sa.ColumnElement] = [sa.func.count().label("rows")]

@@ -195,3 +195,28 @@ def test_init_against_prints_the_files_lines_one_to_a_line(tmp_path, comment):
     assert all(line[:1] in " +-@" for line in printed[:-1]) and printed[-1] == "", printed
     assert not any(c in proc.stdout for c in "\r\u202e\u2028"), printed
     assert "    # note" in "".join(printed), printed
+
+
+def test_init_against_with_a_server_the_contract_does_not_declare_is_refused_as_check_refuses_it(tmp_path):
+    _salaries(tmp_path / "w.duckdb")
+    _write(tmp_path / "contracts" / "c.odcs.yaml", _contract("c", _duckdb("wh", "../w.duckdb")))
+    checked = _cli(tmp_path, "check", "contracts", "--server", "nope")
+    sentences = [line for line in checked.stdout.splitlines() if line.startswith("contracts/c.odcs.yaml")]
+    assert checked.returncode == 1 and any("no server named 'nope'" in s for s in sentences), checked.stdout
+    proc = _cli(tmp_path, "init", "--against", "contracts/c.odcs.yaml", "--server", "nope", "--server-type", "duckdb")
+    assert proc.returncode == 1 and proc.stdout == "", proc.stdout + proc.stderr
+    assert all(sentence in proc.stderr.splitlines() for sentence in sentences), (sentences, proc.stderr)
+
+
+def test_a_table_the_contract_has_no_object_for_is_read_as_the_folder_classifies_it(tmp_path):
+    """`--table salaries` beside a contract of another table: payroll's classification of salaries
+    holds for the table init adds too."""
+    _salaries(tmp_path / "w.duckdb")
+    server = _duckdb("wh", "../../w.duckdb")
+    _write(tmp_path / "contracts" / "payroll" / "pay.odcs.yaml", _contract("pay", server, classified=True))
+    _write(tmp_path / "contracts" / "team_b" / "c.odcs.yaml", _contract("c", server, table="other", name="other"))
+    proc = _cli(tmp_path, "init", "--against", "contracts/team_b/c.odcs.yaml", "--contracts", "contracts",
+                "--table", "salaries")
+    assert proc.returncode == 1 and "+    - name: grade" in proc.stdout.splitlines(), proc.stdout + proc.stderr
+    assert "a contract of its table classifies it" in proc.stdout, proc.stdout
+    assert SECRET_GRADE not in proc.stdout and SECRET_AMOUNT not in proc.stdout, proc.stdout
