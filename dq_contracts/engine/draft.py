@@ -251,6 +251,8 @@ def as_checked(file: str, contracts: str | None = None, server_name: str | None 
 
     from dq_contracts.odcs.load import load_contracts
 
+    if not os.path.isfile(file):  # said at once: no folder is read for it
+        raise ValueError(f"--against {file}: {'not a regular file' if os.path.exists(file) else 'no such file'}")
     folder = contracts or os.path.dirname(file) or "."
     if not os.path.isdir(folder):
         raise ValueError(f"--contracts {folder}: no such folder")

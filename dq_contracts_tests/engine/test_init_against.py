@@ -220,3 +220,19 @@ def test_a_table_the_contract_has_no_object_for_is_read_as_the_folder_classifies
     assert proc.returncode == 1 and "+    - name: grade" in proc.stdout.splitlines(), proc.stdout + proc.stderr
     assert "a contract of its table classifies it" in proc.stdout, proc.stdout
     assert SECRET_GRADE not in proc.stdout and SECRET_AMOUNT not in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize("args,said", [
+    (["--against", "nowhere.odcs.yaml"], "--against nowhere.odcs.yaml: no such file"),
+    (["--against", "c.odcs.yaml", "--contracts", "nothere"], "--contracts nothere: no such folder"),
+    (["--against", "c.odcs.yaml", "--contracts", "sub"], "--against c.odcs.yaml is not inside --contracts sub"),
+    (["--url", "duckdb:///w.duckdb", "--table", "salaries", "--contracts", "sub"], "--contracts is for --against"),
+])
+def test_init_against_refuses_a_file_or_folder_it_cannot_load_as_check(tmp_path, args, said):
+    _salaries(tmp_path / "w.duckdb")
+    (tmp_path / "sub").mkdir()
+    _write(tmp_path / "c.odcs.yaml", _contract("c", _duckdb("wh", "w.duckdb")))
+    proc = _cli(tmp_path, "init", *args)
+    assert (proc.returncode, proc.stdout) == (1, "") and proc.stderr.startswith(f"dq-contracts init: {said}"), \
+        proc.stderr
+    assert len(proc.stderr.splitlines()) == 1, proc.stderr
