@@ -376,6 +376,9 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("--output", help="the contract file to write (default: standard output)")
     init.add_argument("--against", help="an existing contract: print the diff from it to the contract as its "
                       "tables are now (exit 0: no change, 1: drifted or not drawn); the file is not written")
+    init.add_argument("--contracts", metavar="FOLDER", help="with --against: the folder check reads the contract "
+                      "in (default: its own folder); loaded as `check FOLDER` loads it, its bindings, roots and "
+                      "classifications apply")
     init.add_argument("--timeout", type=float, default=300, help="statement timeout in seconds (default 300)")
     init.set_defaults(run=cmd_init)
 

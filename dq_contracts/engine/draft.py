@@ -3,7 +3,8 @@ types (the schema check's read, engine/dialects.py `catalog_columns`) and, in on
 table on the read-only, time-limited session `check` uses (engine/sessions.py): rows, and per column
 its NULLs, exact distinct count, range (numbers, dates, timestamps; a number's of its finite values,
 its NaNs and infinities counted) and longest text. A column whose name suggests personal data, or
-that the contract compared with classifies, has its counts alone measured. Only a text column with
+that the contract compared with (or any contract loaded with it) classifies, has its counts alone
+measured. Only a text column with
 few distinct values and neither has its values read (one bounded DISTINCT query): nothing else of
 the data leaves the warehouse. Files (a file server's
 Files) are read as `check` reads them: their columns as DuckDB's reader types them, scanned by that
@@ -140,7 +141,7 @@ def measure_table(connection: sa.Connection, name: str, schema: str | None, file
     for key in classified:
         column = column_of(columns, key)
         if column is not None:
-            column.withheld = "the contract classifies it"
+            column.withheld = "a contract of its table classifies it"
     for column in columns:
         column.withheld = withheld(column)
     labels: list[sa.ColumnElement] = [sa.func.count().label("rows")]
@@ -224,39 +225,93 @@ class Drift:
     gone: list[tuple[str, str, str]]  # (the object's name, its table or files, where they are gone from)
 
 
+class ContractRefused(ValueError):
+    """`init --against`: a contract `check` refuses (its problems, as check says them); nothing is measured."""
+
+    def __init__(self, file: str, problems: tuple) -> None:
+        super().__init__(f"--against {file}: check refuses this contract")
+        self.problems = problems
+
+
+@dataclass
+class Checked:
+    """A contract as `check CONTRACTS` loads it: its plan (classifications shared), and every plan
+    loaded with it (what they classify applies to its tables)."""
+
+    plan: Any
+    plans: list
+
+
+def as_checked(file: str, contracts: str | None = None, server_name: str | None = None) -> Checked:
+    """The contract `file` loaded as `check CONTRACTS [--server NAME]` loads it (CONTRACTS: default,
+    the file's own folder): the same schema validation, operator's refusals (binding, roots,
+    `_SCHEMAS`) and default root (the folder holding CONTRACTS), before anything connects.
+    ContractRefused when check would refuse it."""
+    import os
+
+    from dq_contracts.odcs.load import load_contracts
+
+    if not os.path.isfile(file):  # said at once: no folder is read for it
+        raise ValueError(f"--against {file}: {'not a regular file' if os.path.exists(file) else 'no such file'}")
+    folder = contracts or os.path.dirname(file) or "."
+    if not os.path.isdir(folder):
+        raise ValueError(f"--contracts {folder}: no such folder")
+    real = os.path.realpath(file)
+    if not real.startswith(os.path.realpath(folder).rstrip(os.sep) + os.sep):
+        raise ValueError(f"--against {file} is not inside --contracts {folder}: give the folder check reads it in")
+
+    def mine(path: str) -> bool:
+        return os.path.realpath(path) == real
+
+    loaded = load_contracts([folder], server=server_name)
+    if not any(mine(p.file) for p in (*loaded.plans, *loaded.problems)):  # a name the folder's walk passes over
+        loaded = load_contracts([folder, file], server=server_name)
+    refused = next((r for r in loaded.rejected if mine(r.file)), None)
+    if refused is not None:
+        raise ContractRefused(file, refused.problems)
+    plan = next((p for p in loaded.plans if mine(p.file)), None)
+    if plan is None:
+        raise ValueError(f"--against {file}: not a contract")
+    return Checked(plan, loaded.plans)
+
+
 def drift(connection: Connection | None, file: str, tables: list[str] | None,
           timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS, object_type: str = "table",
-          server_name: str | None = None) -> Drift:
+          server_name: str | None = None, checked: Checked | None = None) -> Drift:
     """`init --against FILE`: the unified diff from the contract to the contract as its tables are
-    now (odcs/drift.py), for the tables still there; empty when nothing changed. The file is read as
-    every contract is, never written. `tables`: default, every object's; `connection`: default, the
-    contract's first server a check can run against, connected as `check` connects it."""
-    import os
+    now (odcs/drift.py), for the tables still there; empty when nothing changed. The file is loaded
+    as `check` loads it (`checked`: default, `as_checked(file)`), never written. `tables`: default,
+    every object's; `connection`: default, the contract's first server a check can run against,
+    connected as `check` connects it. A column any contract loaded with it classifies is counted only."""
     from pathlib import Path
 
     from dq_contracts.engine.connections import connection_for
+    from dq_contracts.odcs.classification import classified_by_table
     from dq_contracts.odcs.declaration import server_name as name_of
     from dq_contracts.odcs.drift import classified_keys, declared_types, drift_diff, objects_of, table_of
     from dq_contracts.odcs.loader import read_document
     from dq_contracts.odcs.servers import checkable, is_file_server
 
+    checked = checked or as_checked(file, None, server_name)
+    plan = checked.plan
     document, problems = read_document(Path(file), explicit=True)
     if document is None or not isinstance(document.data, dict):
         raise ValueError(f"--against {file}: {problems[0].message if problems else 'not a contract'}")
     if connection is None:
-        servers = document.data.get("servers")
-        server = next((s for s in servers if isinstance(s, dict) and checkable(s)), None) \
-            if isinstance(servers, list) else None
+        server = next((s for s in plan.servers if checkable(s)), None)
         if server is None:
             raise ValueError(f"--against {file}: no server a check can run against; give --url, --server or --path")
-        connection = connection_for(server, folder=os.path.dirname(os.path.abspath(file)))
-        object_type = "file" if is_file_server(server) else "table"
+        connection = connection_for(server, folder=plan.folder, root=plan.root)  # as check connects it
+        object_type = "file" if is_file_server(dict(server)) else "table"
         server_name = name_of(server)
     tables = tables or [table_of(o) for o in objects_of(document.data) if table_of(o)]
     if not tables:
         raise ValueError(f"--against {file}: no schema object names a table; give --table NAME")
     declared = {t: declared_types(document.data, t) for t in tables}
-    classified = {t: classified_keys(document.data, t) for t in tables}
+    # classified by its own object (nested fields, files shared), or by any contract of that table
+    of_table = classified_by_table(checked.plans)
+    own = {o.physical_name: {c.physical_name for c in o.columns if c.classified} for o in plan.objects}
+    classified = {t: classified_keys(document.data, t) | own.get(t, set()) | of_table(t) for t in tables}
     gone: list[str] = []
     measured = measure(connection, tables, timeout_seconds, declared, classified, gone)
     diff = drift_diff(document.text, document.data, measured, {t.name: t.verdicts for t in measured}, file,

@@ -177,6 +177,17 @@ def share_classification(plans: list[ContractPlan]) -> list[ContractPlan]:
     return out
 
 
+def classified_by_table(plans: list[ContractPlan]) -> Callable[[str], set[str]]:
+    """The columns any of `plans` classifies on a table (named as `_table_key` names it), by its
+    physicalName: what `init --against` withholds, a table the contract has no object for too."""
+    found: dict[str, set[str]] = {}
+    for plan in plans:
+        for obj in plan.objects:
+            found.setdefault(_table_key(_ANY_SERVER, obj.physical_name), set()).update(
+                c.physical_name for c in obj.columns if c.classified)
+    return lambda physical_name: found.get(_table_key(_ANY_SERVER, physical_name), set())
+
+
 def _shared_check(check: CheckPlan, union, fold, shared_tables: dict[int, dict]) -> CheckPlan:
     """A check that reads another table of the contract, told which of its columns are classified
     by any contract of that table: a relationship's target, the tables a SQL rule may read (whose

@@ -25,6 +25,7 @@ from typing import Any, Iterable
 import yaml
 
 from dq_contracts.odcs.draft import _round, object_lines, property_lines
+from dq_contracts.odcs.visible import one_line
 
 
 def table_of(obj: dict) -> str:
@@ -215,4 +216,14 @@ def drift_diff(text: str, document: dict, tables: list[Any], verdicts: dict[str,
     after = None if is_json else edited(text, edits, now)
     before, after = (text.splitlines(keepends=True), after.splitlines(keepends=True)) if after is not None \
         else (render(document), render(now))
-    return "".join(difflib.unified_diff(before, after, fromfile=file, tofile=f"{file} (the tables now)"))
+    file = one_line(file)
+    return "".join(map(_shown, difflib.unified_diff(before, after, fromfile=file, tofile=f"{file} (the tables now)")))
+
+
+def _shown(line: str) -> str:
+    r"""A line of the diff as it is printed: on one line (visible.one_line; a tab is kept, as in the
+    file); ended by the file's own `\n` or `\r\n`, and any other line break (a `\r`
+    alone, U+2028…: what `splitlines` ends a line at) written escaped, then `\n`, as is a last line
+    with none: no text of the contract makes a line of its own, or writes over one."""
+    end = "\r\n" if line.endswith("\r\n") else "\n" if line.endswith("\n") else ""
+    return "\t".join(map(one_line, line[:len(line) - len(end)].split("\t"))) + (end or "\n")
