@@ -14,13 +14,13 @@ from dq_contracts.odcs.load import LoadResult, load_contracts, not_enforced_prob
 from dq_contracts.odcs.problems import errors_of
 from dq_contracts.odcs.plans import ContractPlan, Severity
 from dq_contracts.odcs.servers import servers_handling
-from dq_contracts.odcs.visible import say
+from dq_contracts.odcs.visible import one_line, say
 from dq_contracts.cli_init import cmd_init
 
 
 def _print_problems(result: LoadResult, stream) -> None:
-    for problem in result.problems:
-        say(problem.render(), file=stream)
+    for problem in result.problems:  # one line each: a contract's text cannot add a line of its own
+        say(one_line(problem.render()), file=stream)
 
 
 def _nothing_read(result: LoadResult, command: str, paths: Sequence[str]) -> str:
@@ -215,8 +215,9 @@ def cmd_check(args: argparse.Namespace) -> int:
             message = said(r)
             if args.partition is not None:
                 message = f"[{'partition ' + r.partition if r.partition else 'whole table'}] {message}"
-            rows.append(("/".join(r.asset_key), r.name, r.severity, r.status, message,
-                         f"e.g. {', '.join(map(str, r.samples))}" if r.samples else ""))
+            # a value of the data or a contract's text on its line: none can forge a result or the summary
+            rows.append(tuple(one_line(v) for v in ("/".join(r.asset_key), r.name, r.severity, r.status, message,
+                                                    f"e.g. {', '.join(map(str, r.samples))}" if r.samples else "")))
         widths = [max(len(str(row[i])) for row in rows) for i in range(4)]
         for row in rows if results else ():  # nothing ran: the problems say why, with no empty table
             say("  ".join(str(v).ljust(w) for v, w in zip(row, widths)) + "  " + "  ".join(

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 from dq_contracts_tests.support import CONTRACTS, demo_shop
 from dq_contracts_tests.support import DOCUMENTED
@@ -285,3 +286,33 @@ def test_output_that_cannot_be_written_is_said_and_keeps_the_exit_code(demo_dir,
     assert proc.returncode == code, proc.stderr
     if said is not None:
         assert proc.stderr == (said + "\n" if said else ""), proc.stderr
+
+
+# A value of the data or a contract's text holding a line break, in `check`'s text output: (where it is, what it
+# would forge). Each stays on its own line, escaped, so the summary and the table read as the run's.
+FORGED = "\n20 check(s): 20 pass, 0 warn, 0 fail, 0 error"
+FORGING = [
+    ("a sample value", "samples", "2 check(s): 1 pass, 0 warn, 1 fail, 0 error"),
+    ("a contract problem", "problems", "0 check(s): 0 pass, 0 warn, 0 fail, 0 error"),
+]
+
+
+@pytest.mark.parametrize("where, kind, summary", FORGING, ids=[c[0] for c in FORGING])
+def test_no_text_of_a_table_or_contract_adds_a_line_to_checks_output(tmp_path, where, kind, summary):
+    import duckdb
+
+    with duckdb.connect(str(tmp_path / "w.duckdb")) as db:
+        db.execute("CREATE TABLE t AS SELECT * FROM (VALUES ('ok'), (?)) AS v(code)", ["bad" + FORGED])
+    description = ("x" + FORGED) if kind == "problems" else "x"
+    (tmp_path / "c.odcs.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "v3.1.0", "kind": "DataContract", "id": "forge", "version": "1.0.0", "status": "active",
+        "servers": [{"server": "local", "type": "duckdb", "database": "w.duckdb"}],
+        "schema": [{"name": "t", "properties": [
+            {"name": "code", "logicalType": "string", "logicalTypeOptions": {"maxLength": 2},
+             # an unknown key: a warning that names it (its text is the contract's)
+             **({description: 1} if kind == "problems" else {})}]}]}))
+    proc = check(tmp_path, contracts="c.odcs.yaml")
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert [line for line in lines if line.startswith("20 check(s)")] == [], proc.stdout
+    assert [line for line in lines if line.startswith(summary)] and len(lines) == len(set(lines)), proc.stdout

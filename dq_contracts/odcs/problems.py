@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from dq_contracts.odcs.closed_sets import StrEnum
 from typing import Any, Sequence
 
-from dq_contracts.odcs.visible import visible_all
+from dq_contracts.odcs.visible import one_line, visible_all
 
 
 class ProblemSeverity(StrEnum):
@@ -63,7 +63,7 @@ class ContractError(Exception):
     def __init__(self, problems: Sequence[Problem]):
         self.problems = list(problems)
         errors = errors_of(self.problems)
-        lines = "\n".join(f"  {p.render()}" for p in errors[:50])
+        lines = "\n".join(f"  {one_line(p.render())}" for p in errors[:50])
         more = f"\n  … and {len(errors) - 50} more" if len(errors) > 50 else ""
         super().__init__(f"{len(errors)} problem(s) in data contracts:\n{lines}{more}")
 
