@@ -16,6 +16,7 @@ from dq_contracts.odcs.plans import ContractPlan, Severity
 from dq_contracts.odcs.servers import servers_handling
 from dq_contracts.odcs.visible import one_line, say
 from dq_contracts.cli_init import cmd_init
+from dq_contracts.cli_streams import Guarded
 
 
 def _print_problems(result: LoadResult, stream) -> None:
@@ -386,56 +387,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class _Lost:
-    """What a standard stream could not take: a closed pipe, or the first other failure (`error`)."""
-
-    def __init__(self) -> None:
-        self.closed_pipe, self.error = False, None
-
-    def failed(self, exc: OSError) -> None:
-        if isinstance(exc, BrokenPipeError):
-            self.closed_pipe = True
-        elif self.error is None:
-            self.error = exc
-
-
-class _Guarded:
-    """A standard stream whose failed write ends nothing: the command runs to its end and keeps its
-    exit code. After a closed pipe (`| head`) or a failure (a full disk, EIO) the rest is dropped; the
-    failure is said at the end (main). `buffer` (the JUnit report's bytes) shares the stream's fate."""
-
-    def __init__(self, stream, lost: _Lost | None = None) -> None:
-        self._stream, self.lost = stream, lost or _Lost()
-
-    def _guarded(self, do, default):
-        if self.lost.closed_pipe or self.lost.error is not None:
-            return default
-        try:
-            return do()
-        except OSError as exc:
-            self.lost.failed(exc)
-            return default
-
-    def write(self, data):
-        return self._guarded(lambda: self._stream.write(data), len(data))
-
-    def flush(self) -> None:
-        self._guarded(self._stream.flush, None)
-
-    @property
-    def buffer(self):
-        return _Guarded(self._stream.buffer, self.lost)
-
-    def __getattr__(self, name: str):
-        return getattr(self._stream, name)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):  # a lone surrogate in a contract must not crash printing
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
     streams = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = (None if s is None else _Guarded(s) for s in streams)  # None: no stream at all
+    sys.stdout, sys.stderr = (None if s is None else Guarded(s) for s in streams)  # None: no stream at all
     try:
         code = _main(argv)
         if sys.stdout is not None:

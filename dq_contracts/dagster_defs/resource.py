@@ -32,7 +32,7 @@ class ServerSettings(dg.Config):
     require_auth: str | None = Field(default=None, description="libpq require_auth, e.g. scram-sha-256")
     type: str | None = Field(default=None, description="The server's ODCS type; a contract saying another is refused")
     memory_limit: str | None = Field(default=None, description="DuckDB and file servers: a session's memory limit")
-    temp_directory: str | None = Field(default=None, description="DuckDB and file servers: the spill folder")
+    temp_directory: str | None = Field(default=None, description="DuckDB and file servers: the spill root (each run spills into a folder of its own below it)")
     threads: int | None = Field(default=None, description="DuckDB and file servers: threads per session")
     roots: list[str] | None = Field(default=None, description="DuckDB and file servers: the files or folders "
                                     "they may open (default: the folder holding the contracts folder loaded)")
