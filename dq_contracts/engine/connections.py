@@ -44,7 +44,7 @@ from dq_contracts.odcs.declaration import (ServerDeclaration, declaration_of, de
                                    env_prefix, inside,
                                    is_regular, is_remote, local_path, location_refusal, real_roots, server_name)
 from dq_contracts.odcs.declaration import Files
-from dq_contracts.odcs.url_secrets import url_secrets
+from dq_contracts.odcs.url_secrets import maskable, url_secrets
 from dq_contracts.odcs.servers import FORMAT_EXTENSIONS, lake_format, lake_location
 
 
@@ -191,9 +191,9 @@ def _lake_connection(server: Mapping[str, Any], declaration: ServerDeclaration, 
 
 
 def _secrets_of(password: str | None, text: str) -> tuple[str, ...]:
-    """A URL's secrets: SQLAlchemy's password, and what url_secrets finds in the text (the same
-    password, and any password-like query parameter the driver is given) of at least 4 characters."""
-    return tuple(dict.fromkeys(s for s in (password, *(f for f in url_secrets(text) if len(f) >= 4)) if s))
+    """A URL's secrets: SQLAlchemy's password (kept whatever its length, as before), and what url_secrets
+    finds in the text (the same password, and any password-like query parameter the driver is given)."""
+    return tuple(dict.fromkeys(s for s in (password, *maskable(url_secrets(text))) if s))
 
 
 def _hidden(location: str, roots: tuple[str, ...]) -> str | None:

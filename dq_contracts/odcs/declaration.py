@@ -35,7 +35,7 @@ from typing import Any, Mapping
 
 from dq_contracts.odcs.servers import (ENDPOINT, FORMAT_EXTENSIONS, is_file_server, lake_format, lake_location, local,
                                       same_type, schema_of_server, server_type)
-from dq_contracts.odcs.url_secrets import endpoint as url_endpoint, url_secrets
+from dq_contracts.odcs.url_secrets import endpoint as url_endpoint, maskable, url_secrets
 
 # (field, the variable's suffix, how a list is split: None for one value)
 FIELDS: tuple[tuple[str, str, str | None], ...] = (
@@ -137,7 +137,7 @@ def declared_secrets(environ: Mapping[str, str] | None = None) -> tuple[str, ...
             continue
         for url in value.split(",") if how == "urls" else (value,):
             found.extend(url_secrets(url))  # as SQLAlchemy and urllib read it, and a password in its query
-    return tuple(dict.fromkeys(s for s in found if len(s) >= 4))  # a 1-3 character mask would mask everything
+    return maskable(found)
 
 
 def env_prefix(server_name: str) -> str:

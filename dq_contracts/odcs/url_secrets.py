@@ -61,6 +61,15 @@ PASSWORD_WORDS = ("password", "passwd", "pwd", "secret", "token", "passphrase", 
 CONNECTION_STRINGS = ("odbc_connect",)
 
 
+# a secret shorter than this is never masked: a 1-3 character mask would mask everything
+MASKABLE_LENGTH = 4
+
+
+def maskable(secrets) -> tuple[str, ...]:
+    """The secrets worth masking, each once, in order (the operator's declared ones, a connection's)."""
+    return tuple(dict.fromkeys(s for s in secrets if s and len(s) >= MASKABLE_LENGTH))
+
+
 def is_password_parameter(name: str) -> bool:
     lowered = name.strip().lower()
     return lowered in {n for n, _ in PASSWORD_PARAMETERS} or any(word in lowered for word in PASSWORD_WORDS)
