@@ -161,6 +161,10 @@ NEW_CASES: dict[str, Case] = {
          "{object} WHERE {column} IS NULL\n        mustBe: 0\n"},
         ("schema.t.quality[0].query: unresolved placeholder(s) {column}",)),
     "no such file": Case({"missing.odcs.yaml": lambda path: None}, ("no such file or folder",)),
+    # named relative to a folder that is not the current one: where it looked, and from where
+    "no such file, relative": Case({"missing.odcs.yaml": lambda path: None},
+                                   ("missing.odcs.yaml: no such file or folder (looked for /",
+                                    "/missing.odcs.yaml: a relative path is read from the current folder)")),
     "duplicate key in a yaml mapping": Case(
         {"dupkey.odcs.yaml": good().replace("version: 1.0.0\n", "version: 1.0.0\nid: y\n")}, ("id", "duplicate")),
     "duplicate key in a json object": Case(

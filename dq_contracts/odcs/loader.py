@@ -224,6 +224,9 @@ def find_contract_files(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[P
         elif os.path.exists(path):  # never read (it may block); the shell's <(git show …) is one
             problems.append(Problem(str(raw), "not a regular file (a pipe such as the shell's <(…), a device, a "
                                     "socket): not read; write it to a file, or give it to diff as - on stdin"))
+        elif not path.is_absolute():  # a relative path is read from the current folder, which may not be the project's
+            problems.append(Problem(str(raw), f"no such file or folder (looked for {os.path.abspath(path)}: a "
+                                    "relative path is read from the current folder)"))
         else:
             problems.append(Problem(str(raw), "no such file or folder"))
     return list(found), problems
