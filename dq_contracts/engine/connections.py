@@ -4,10 +4,11 @@ A contract may be written by another team than the one whose credentials run it,
 which of the operator's servers it means, never where credentials go or which files open. The
 operator's declaration (declaration.py: `DQ_CONTRACTS_<SERVER>_URL`, or `_HOST`/`_PORT`/`_DATABASE`
 with `_USER`/`_PASSWORD`, `_SSLMODE`, `_REQUIRE_AUTH`, `_TYPE`, `_ROOTS`, `_REMOTE`, `_CONTRACTS`,
-`_SCHEMAS`, `_READ_ONLY`, and DuckDB's `_MEMORY_LIMIT`, `_TEMP_DIRECTORY`, `_THREADS`; or the
+`_SCHEMA`, `_CATALOG`, `_SCHEMAS`, `_READ_ONLY`, and DuckDB's `_MEMORY_LIMIT`, `_TEMP_DIRECTORY`, `_THREADS`; or the
 WarehouseResource's settings) is checked when a contract loads (load.server_problems) and again
 here, when it connects: a host, port or database other than the operator's, a type other than the
-declared one, a file outside the roots or not a regular file, a remote location not declared: an
+declared one, a file outside the roots or not a regular file, a remote location not declared, a
+schema, catalog or namespace outside the operator's (declaration.chosen_name_refusals): an
 error, and nothing is opened or sent. A server the operator declared no endpoint for gets an error too, and so does one whose
 dialect's row (engine/dialects.py) cannot make a session read-only and time-limited, unless the
 operator declares its credentials read-only (`_READ_ONLY=true`).

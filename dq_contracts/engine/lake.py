@@ -19,7 +19,8 @@ each statement that names it (`attach`), so every check kind, SQL rules too, rea
 Trust: the table's folder (Delta) and every file its log or metadata lists must be inside the
 operator's roots, or under a remote prefix the operator declared (`_REMOTE`); a table that lists a
 file elsewhere fails every check, naming it. The catalog is the operator's (`_CATALOG_URL`), never
-the contract's `catalogUrl`; a SQLite catalog is opened read-only. `opened` keeps the data files each
+the contract's `catalogUrl`, built from the operator's properties alone (never pyiceberg's
+configuration of the catalog's name); a SQLite catalog is opened read-only. `opened` keeps the data files each
 registration lists, for a person (and a test) to see what a check read.
 """
 
