@@ -128,6 +128,10 @@ LOAD_ROWS = [
     # remote prefixes: whole segments, no dot segments
     ("remote: a sibling bucket of a prefix without '/'", {**FILES, "path": "s3://bucket-x/t.csv"},
      {"DQ_CONTRACTS_FILES_REMOTE": "s3://bucket"}, "t", "servers[0].path", "remote location the operator did not"),
+    ("remote: another host, the prefix as its user", {**FILES, "path": "https://host.example@evil.example/t.csv"},
+     {"DQ_CONTRACTS_FILES_REMOTE": "https://host.example"}, "t", "servers[0].path", "remote location the operator did"),
+    ("remote: another host, the prefix as its subdomain", {**FILES, "path": "https://host.example.evil.example/t.csv"},
+     {"DQ_CONTRACTS_FILES_REMOTE": "https://host.example"}, "t", "servers[0].path", "remote location the operator did"),
     ("remote: a '..' segment", {**FILES, "path": "s3://bucket/a/../b/t.csv"},
      {"DQ_CONTRACTS_FILES_REMOTE": "s3://bucket/a/"}, "t", "servers[0].path", "'..' segment"),
     ("remote: a '.' segment", {**FILES, "path": "https://host.example/a/./t.csv"},
