@@ -139,7 +139,8 @@ SERVER_TYPES: tuple[ServerType, ...] = (
          "tests start, not on a Databricks SQL warehouse (engine/test_spark.py, test_compiled_dialects.py); "
          "time-limited, not read-only: a contract's SQL rule runs only on `_READ_ONLY`",
          handling=Handling.COMPILED, dialect="databricks",
-         default_schema="default", extra="databricks", system_names=("system", "information_schema")),
+         default_schema="default", extra="databricks",
+         system_names=("system", "information_schema", "__databricks_internal")),
     _sql(("trino",), "trino", _COMPILED + " (trino's SQLAlchemy dialect)", handling=Handling.COMPILED,
          dialect="trino", extra="trino", system_names=("system", "information_schema")),  # catalog.schema.table
     _sql(("presto",), "presto", _URL_ONLY, system_names=("system", "information_schema")),
@@ -150,7 +151,7 @@ SERVER_TYPES: tuple[ServerType, ...] = (
     _sql(("hive",), "spark", "Spark 4 (pyspark's Thrift server, PyHive), a server the tests start: time-limited "
          "by its query timeout, not read-only, so a contract's SQL rule runs only on `_READ_ONLY`",
          handling=Handling.RUN, dialect="hive", default_schema="default", extra="spark", schema_key="database",
-         system_names=("system", "information_schema", "global_temp")),
+         system_names=("system", "information_schema", "global_temp", "sys")),  # Hive 3's metastore: `sys`
     *(_sql((name,), None, _URL_ONLY, system_names=_SYSTEM_NAMES.get(name, ())) for name in ("vertica", "db2", "athena", "synapse", "impala", "exasol",
                                                   "teradata", "hana", "denodo", "dremio", "informix", "ingres",
                                                   "vectorwise", "zen")),
