@@ -42,6 +42,11 @@ class ServerSettings(dg.Config):
                                         "server (default: every contract loaded)")
     schemas: list[str] | None = Field(default=None, description="Schemas beside the server's own that objects "
                                       "may name in a dotted physicalName (none by default)")
+    schema_: str | None = Field(default=None, alias="schema", description="The server's schema (an Iceberg "
+                                "namespace); a contract's server naming another is refused (default: its URL's, else "
+                                "the contract's, never a system schema)")
+    catalog: str | None = Field(default=None, description="The server's catalog (Databricks; an Iceberg catalog's "
+                                "name); a contract's server naming another is refused")
     read_only: bool | None = Field(default=None, description="True: the operator vouches that the credentials "
                                    "can only read, so a dialect whose session cannot be made read-only and "
                                    "time-limited here still runs (with no timeout); refused otherwise")
@@ -49,6 +54,10 @@ class ServerSettings(dg.Config):
                                     "takes it (sqlite:///catalog.db, https://rest-catalog/); pass secrets as dg.EnvVar")
     catalog_type: str | None = Field(default=None, description="Iceberg servers: pyiceberg's catalog type (default sql)")
     warehouse: str | None = Field(default=None, description="Iceberg servers: the catalog's warehouse location")
+
+
+# a field whose name pydantic's models keep for themselves, under another attribute
+_ATTRIBUTES = {"schema": "schema_"}
 
 
 class WarehouseResource(dg.ConfigurableResource):
@@ -66,7 +75,7 @@ class WarehouseResource(dg.ConfigurableResource):
         for name, settings in self.servers.items():
             prefix = env_prefix(name)
             for key, suffix, separator in FIELDS:
-                value = getattr(settings, key)
+                value = getattr(settings, _ATTRIBUTES.get(key, key))
                 if isinstance(value, dg.EnvVar):  # read when the declaration is, at load and at run
                     value = value.get_value()
                 if value not in (None, "", []):

@@ -4,10 +4,11 @@ A contract may be written by another team than the one whose credentials run it,
 which of the operator's servers it means, never where credentials go or which files open. The
 operator's declaration (declaration.py: `DQ_CONTRACTS_<SERVER>_URL`, or `_HOST`/`_PORT`/`_DATABASE`
 with `_USER`/`_PASSWORD`, `_SSLMODE`, `_REQUIRE_AUTH`, `_TYPE`, `_ROOTS`, `_REMOTE`, `_CONTRACTS`,
-`_SCHEMAS`, `_READ_ONLY`, and DuckDB's `_MEMORY_LIMIT`, `_TEMP_DIRECTORY`, `_THREADS`; or the
+`_SCHEMA`, `_CATALOG`, `_SCHEMAS`, `_READ_ONLY`, and DuckDB's `_MEMORY_LIMIT`, `_TEMP_DIRECTORY`, `_THREADS`; or the
 WarehouseResource's settings) is checked when a contract loads (load.server_problems) and again
 here, when it connects: a host, port or database other than the operator's, a type other than the
-declared one, a file outside the roots or not a regular file, a remote location not declared: an
+declared one, a file outside the roots or not a regular file, a remote location not declared, a
+schema, catalog or namespace outside the operator's (declaration.chosen_name_refusals): an
 error, and nothing is opened or sent. A server the operator declared no endpoint for gets an error too, and so does one whose
 dialect's row (engine/dialects.py) cannot make a session read-only and time-limited, unless the
 operator declares its credentials read-only (`_READ_ONLY=true`).
@@ -40,8 +41,8 @@ from dq_contracts.engine.dialects import dialect_of, read_only_refusal
 from dq_contracts.engine.sessions import CREDENTIALS_READ_ONLY
 from dq_contracts.odcs.servers import (Handling, is_file_server, local, same_type, schema_of_server, server_type,
                                       server_type_of_dialect)
-from dq_contracts.odcs.declaration import (ServerDeclaration, declaration_of, default_root, endpoint_disagreements,
-                                   env_prefix, inside,
+from dq_contracts.odcs.declaration import (ServerDeclaration, chosen_name_refusals, declaration_of, declared_names,
+                                   default_root, endpoint_disagreements, env_prefix, inside,
                                    is_regular, is_remote, local_path, location_refusal, real_roots, server_name)
 from dq_contracts.odcs.declaration import Files
 from dq_contracts.odcs.url_secrets import maskable, url_secrets
@@ -70,7 +71,9 @@ def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None 
     name = declaration.name
     prefix = env_prefix(name)
     kind = str(server.get("type") or "").lower()
-    schema = schema_of_server(server) or server.get("schema")  # init --schema: `schema`, whatever the type
+    # init --schema: `schema`, whatever the type; else the operator's (`_SCHEMA`, its URL's)
+    schema = schema_of_server(server) or server.get("schema") or next(iter(declared_names(declaration)["schema"]),
+                                                                       None)
     if root is None and folder:
         root = os.path.dirname(os.path.abspath(folder))
     root = default_root(declaration, root, environ)
@@ -80,13 +83,15 @@ def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None 
     row = server_type(kind)
     if row is not None and row.handling is Handling.NOT_ENFORCED:  # even with a `_URL`: not a table to query
         raise EndpointError(f"server {name!r}: {kind}: {row.how}; no check runs against it")
+    for _, problem in chosen_name_refusals(server, declaration):  # as at load: the names stay the operator's
+        raise EndpointError(f"server {name!r}: {problem}")
     vouched = declaration.credentials_read_only
     if declaration.url:
         url = operator_url(declaration.url)
         if not local(kind):
             url = url.update_query_dict(_tls(declaration))
             _agrees(server, url, name, f"{prefix}_URL")
-            url = _with_catalog(server, url)
+            url = _with_catalog(server, url, declaration.catalog)
         _vouched_for(url, name, vouched)
         return Connection(url, _schema_of(url, schema), _secrets_of(url.password, declaration.url), None,
                           _settings(url.get_backend_name(), declaration), credentials_read_only=vouched)
@@ -178,11 +183,13 @@ def _lake_connection(server: Mapping[str, Any], declaration: ServerDeclaration, 
                                 f"{env_prefix(name)}_CATALOG_URL (pyiceberg's catalog uri; _CATALOG_TYPE, default "
                                 "sql, and _WAREHOUSE). The contract's catalogUrl is never contacted")
         # the contract's `catalog` names a catalog of the operator's endpoint (a SQL catalog's rows are keyed by it)
+        # (chosen_name_refusals kept it inside the operator's `_CATALOG` and `_SCHEMA`, where declared); the
+        # catalog is built from these properties alone (lake.Lake._catalog), never a configuration of that name
         properties = {"uri": declaration.catalog_url, "type": declaration.catalog_type or "sql",
-                      "name": str(server.get("catalog") or "default")}
+                      "name": str(server.get("catalog") or declaration.catalog or "default")}
         if declaration.warehouse:
             properties["warehouse"] = declaration.warehouse
-        namespace = str(server.get("namespace") or server.get("schema") or "default")
+        namespace = str(server.get("namespace") or server.get("schema") or declaration.schema or "default")
         lake = Lake("iceberg", namespace, roots, declaration.remote, tuple(sorted(properties.items())))
         password = sa.make_url(declaration.catalog_url).password if "://" in declaration.catalog_url else None
         secrets = _secrets_of(password, declaration.catalog_url)
@@ -244,11 +251,12 @@ def _tls(declaration: ServerDeclaration) -> dict[str, str]:
     return {key: getattr(declaration, key) for key in ("sslmode", "require_auth") if getattr(declaration, key)}
 
 
-def _with_catalog(server: Mapping[str, Any], url: sa.URL) -> sa.URL:
-    """The URL reading the catalog the contract's server names, where the URL names none: a choice
-    inside the operator's endpoint and credentials (one that names another is refused by _agrees)."""
+def _with_catalog(server: Mapping[str, Any], url: sa.URL, declared: str | None = None) -> sa.URL:
+    """The URL reading the catalog the contract's server names (else the operator's `_CATALOG`), where
+    the URL names none: a choice inside the operator's endpoint and credentials (one that names another
+    is refused by _agrees, or by chosen_name_refusals; a system catalog by the latter)."""
     row = dialect_of(url.get_backend_name())
-    catalog = str(server.get("catalog") or "").strip()
+    catalog = str(server.get("catalog") or declared or "").strip()
     if row.with_catalog is None or not catalog or row.url_catalog(url):
         return url
     if not _PLAIN_NAME.fullmatch(catalog):  # the driver's own SQL quotes it in backticks, as written

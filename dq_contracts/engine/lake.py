@@ -19,7 +19,8 @@ each statement that names it (`attach`), so every check kind, SQL rules too, rea
 Trust: the table's folder (Delta) and every file its log or metadata lists must be inside the
 operator's roots, or under a remote prefix the operator declared (`_REMOTE`); a table that lists a
 file elsewhere fails every check, naming it. The catalog is the operator's (`_CATALOG_URL`), never
-the contract's `catalogUrl`; a SQLite catalog is opened read-only. `opened` keeps the data files each
+the contract's `catalogUrl`, built from the operator's properties alone (never pyiceberg's
+configuration of the catalog's name); a SQLite catalog is opened read-only. `opened` keeps the data files each
 registration lists, for a person (and a test) to see what a check read.
 """
 
@@ -32,6 +33,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from dq_contracts.odcs.chosen_names import under_prefix
 from dq_contracts.odcs.declaration import inside, is_regular, is_remote
 
 
@@ -190,21 +192,30 @@ class Lake:
             return cache.tables.setdefault(physical_name, table)
 
     def _catalog(self) -> Any:
-        from pyiceberg.catalog import load_catalog
+        """The operator's catalog, built from its properties alone: pyiceberg's load_catalog would merge
+        in the configuration of the catalog's name (PYICEBERG_CATALOG__<NAME>__*, ~/.pyiceberg.yaml), a
+        name the contract chooses, and send another catalog's token to this endpoint."""
+        from pyiceberg.catalog import AVAILABLE_CATALOGS, CatalogType
 
         properties = dict(self.catalog)
-        properties.setdefault("type", "sql")
+        name = properties.pop("name", "dq_contracts")
+        kind = properties.setdefault("type", "sql")
         uri = properties.get("uri", "")
         if uri.startswith("sqlite:///") and "mode=ro" not in uri:
             # the catalog is read, never written: SQLite's own read-only mode
             properties["uri"] = "sqlite:///file:" + uri[len("sqlite:///"):] + "?mode=ro&uri=true"
-        return load_catalog(properties.pop("name", "dq_contracts"), **properties)
+        try:
+            build = AVAILABLE_CATALOGS[CatalogType(kind.lower())]
+        except (KeyError, ValueError):
+            raise LakeRefusal(f"catalog type {kind!r} is not one pyiceberg builds "
+                              f"({', '.join(t.value for t in AVAILABLE_CATALOGS)})") from None
+        return build(name, properties)
 
     def _inside(self, uri: str, physical_name: str) -> str:
         """A file a table lists, if the operator lets the server open it; else LakeRefusal."""
         path = uri[len("file://"):] if uri.startswith("file://") else uri
         if is_remote(path):
-            if any(path.startswith(prefix) for prefix in self.remote):
+            if under_prefix(path, self.remote):
                 return path
             raise LakeRefusal(f"table {physical_name} lists {uri}, a remote location the operator did not declare "
                               "(_REMOTE); not reading it")

@@ -15,7 +15,9 @@ anything connects) and again when a connection is made:
   server's roots (`_ROOTS`; default: the folder that holds the contracts folder being loaded, so
   `contracts/x.yaml` may open `../demo_data/warehouse.duckdb`), and only regular files are opened;
 * a remote location (`md:`, `s3://`, `https://`, any `scheme:`) only under a prefix in `_REMOTE`
-  (none by default).
+  (none by default), by whole path segments (chosen_names.under_prefix);
+* the server's schema, catalog and namespace: the operator's where it declared one, else never a
+  system schema of the type, unless listed in `_SCHEMAS` (chosen_names.py).
 
 `_READ_ONLY=true` is the operator's word that the server's credentials can only read: the engine
 then runs a dialect it cannot make read-only and time-limited itself (engine/dialects.py), which it
@@ -33,9 +35,10 @@ import stat
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
+from dq_contracts.odcs.chosen_names import name_refusals, plain, remote_unsafe, under_prefix, url_names
 from dq_contracts.odcs.servers import (ENDPOINT, FORMAT_EXTENSIONS, is_file_server, lake_format, lake_location, local,
                                       same_type, schema_of_server, server_type)
-from dq_contracts.odcs.url_secrets import endpoint as url_endpoint, maskable, url_secrets
+from dq_contracts.odcs.url_secrets import endpoint as url_endpoint, maskable, query_of, url_secrets
 
 # (field, the variable's suffix, how a list is split: None for one value)
 FIELDS: tuple[tuple[str, str, str | None], ...] = (
@@ -55,6 +58,10 @@ FIELDS: tuple[tuple[str, str, str | None], ...] = (
     ("remote", "REMOTE", ","),
     ("contracts", "CONTRACTS", os.pathsep),
     ("schemas", "SCHEMAS", ","),
+    # the schema (an Iceberg namespace) and catalog of the server, where its URL names none: a
+    # contract's server naming another is refused (chosen_names.py)
+    ("schema", "SCHEMA", None),
+    ("catalog", "CATALOG", None),
     ("read_only", "READ_ONLY", None),
     # an iceberg server's catalog (pyiceberg's `uri` and `type`, default sql) and warehouse; a
     # `_URL` suffix, so a password in it is masked like any other (declared_secrets)
@@ -88,6 +95,8 @@ class ServerDeclaration:
     remote: tuple[str, ...] = ()
     contracts: tuple[str, ...] = ()
     schemas: tuple[str, ...] = ()  # schemas beside the server's own that objects may name (`other.t`)
+    schema: str | None = None  # the operator's schema (an Iceberg namespace); else its URL's, else the contract's
+    catalog: str | None = None  # the operator's catalog (Databricks, an Iceberg catalog's name)
     # `true`: the operator vouches that the credentials can only read, so an engine that cannot make
     # a session read-only and time-limited itself (engine/dialects.py) may still run the checks
     read_only: str | None = None
@@ -227,7 +236,10 @@ def location_refusal(location: str, folder: str | None, declaration: ServerDecla
     if location == "" or location.startswith(":memory:"):  # DuckDB's in-memory databases, named or not
         return None
     if is_remote(location):
-        if any(location.startswith(prefix) for prefix in declaration.remote):
+        unsafe = remote_unsafe(location)
+        if unsafe:
+            return f"{what} {location!r} {unsafe}; a remote location is named without them"
+        if under_prefix(location, declaration.remote):
             return None
         declared = ", ".join(declaration.remote) or "none"
         return (f"{what} {location!r} is a remote location the operator did not declare for server "
@@ -377,6 +389,8 @@ def server_refusals(server: Mapping[str, Any], index: int, contract_file: str, f
             if problem:
                 found.append(([*at, "path"], f"server {name!r}: {problem}"))
                 break
+    found.extend(([*at, field], f"server {name!r}: {problem}") for field, problem in
+                 chosen_name_refusals(server, declaration))
     if not is_file_server(dict(server)) and not lake_format(dict(server)):
         found.extend(([*at, "schema"], f"server {name!r}: {problem}") for problem in
                      schema_refusals(server, declaration, physical_names, kind))
@@ -396,11 +410,12 @@ def schema_refusals(server: Mapping[str, Any], declaration: ServerDeclaration, p
     catalog than the server's: its checks would read a table the operator never offered. Allowed
     only for the schemas the operator lists (`_SCHEMAS`)."""
     row = server_type(kind)
-    own = str(schema_of_server(server) or (row.default_schema if row is not None else None) or "").lower()
-    allowed = {own, *(s.strip().lower() for s in declaration.schemas)}
+    own = plain(schema_of_server(server) or next(iter(declared_names(declaration).get("schema", ())), None)
+                or (row.default_schema if row is not None else None))
+    allowed = {own, *(plain(s) for s in declaration.schemas)}
     found = []
     for physical in physical_names:
-        parts = [p.strip().lower() for p in physical.split(".")]
+        parts = [plain(p) for p in physical.split(".")]
         if len(parts) > 2:
             found.append(f"object {physical!r} names the catalog {parts[-3]!r}; an object is a table of the server's "
                          "own database, named `table` or `schema.table`")
@@ -408,6 +423,25 @@ def schema_refusals(server: Mapping[str, Any], declaration: ServerDeclaration, p
             found.append(f"object {physical!r} names the schema {parts[0]!r}, not the server's {own or '(none)'!r}; "
                          f"the operator may allow it ({env_prefix(declaration.name)}_SCHEMAS)")
     return found
+
+
+def declared_names(declaration: ServerDeclaration) -> dict[str, tuple[str, ...]]:
+    """The schemas and catalogs the operator declared for a server: `_SCHEMA` and `_CATALOG`, and
+    what its `_URL` names (chosen_names.url_names)."""
+    names = {"schema": (), "catalog": ()} if not declaration.url else url_names(
+        query_of(declaration.url), (url_endpoint(declaration.url) or (None, None, None))[2],
+        declaration.url.split(":", 1)[0].split("+", 1)[0].lower())
+    return {"schema": (*((declaration.schema,) if declaration.schema else ()), *names["schema"]),
+            "catalog": (*((declaration.catalog,) if declaration.catalog else ()), *names["catalog"])}
+
+
+def chosen_name_refusals(server: Mapping[str, Any], declaration: ServerDeclaration) -> list[tuple[str, str]]:
+    """(field, what is wrong) for each schema, catalog, database or namespace the contract's server
+    names outside what the operator drew (chosen_names.name_refusals), at load and again at connection."""
+    row = server_type(server.get("type"))
+    if row is None:
+        return []
+    return name_refusals(server, row, declared_names(declaration), declaration.schemas, env_prefix(declaration.name))
 
 
 @dataclass(frozen=True)

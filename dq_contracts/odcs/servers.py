@@ -50,6 +50,10 @@ class ServerType:
     # the server's ODCS field naming the schema a bare table name is in: an ODCS Hive server has no
     # `schema`, its `database` is Spark's database (a schema)
     schema_key: str
+    # the schemas, catalogs and databases a contract's server may not choose unless the operator lists
+    # them (`_SCHEMAS`): the server's own catalog and system schemas (fnmatch patterns, lower case),
+    # whose tables show functions, settings, users or other sessions' objects (chosen_names.py)
+    system_names: tuple[str, ...]
 
 
 ENDPOINT = (("host", "host"), ("port", "port"), ("database", "database"))
@@ -58,14 +62,28 @@ ENDPOINT = (("host", "host"), ("port", "port"), ("database", "database"))
 def _sql(names: tuple[str, ...], sqlglot: str | None, how: str, *, handling: Handling = Handling.UNTESTED,
          dialect: str | None = None, default_schema: str | None = None, case_sensitive: bool = False,
          database_file: bool = False, extra: str | None = None,
-         endpoint: tuple[tuple[str, str], ...] = ENDPOINT, schema_key: str = "schema") -> ServerType:
+         endpoint: tuple[tuple[str, str], ...] = ENDPOINT, schema_key: str = "schema",
+         system_names: tuple[str, ...] = ()) -> ServerType:
     return ServerType(names, False, dialect, sqlglot, default_schema, case_sensitive, database_file, handling,
-                      how, extra, endpoint, schema_key)
+                      how, extra, endpoint, schema_key, system_names)
 
 
 def _not_enforced(name: str, why: str) -> ServerType:
     return ServerType((name,), False, None, None, None, False, False, Handling.NOT_ENFORCED, why, None, ENDPOINT,
-                      "schema")
+                      "schema", ())
+
+
+# The system schemas and catalogs of each engine (PostgreSQL reserves every `pg_` schema name: pg_catalog,
+# pg_toast, pg_temp_N, pg_toast_temp_N). DuckDB's `system` and `temp` catalogs, Spark's global_temp
+# (another session's global views)
+_POSTGRES_SYSTEM = ("pg_*", "information_schema")
+_DUCKDB_SYSTEM = ("pg_catalog", "information_schema", "system", "temp")
+_SYSTEM_NAMES = {
+    "vertica": ("v_*", "information_schema"), "db2": ("sys*",), "athena": ("information_schema",),
+    "synapse": ("sys", "information_schema"), "impala": ("_impala_builtins", "information_schema", "sys"),
+    "exasol": ("sys", "exa_*"), "teradata": ("dbc", "sys_*", "syslib", "sysudtlib", "td_sysfnlib", "tdstats"),
+    "hana": ("sys", "_sys_*"), "informix": ("sysmaster", "sysadmin", "sysutils", "sysuser"),
+}
 
 
 _URL_ONLY = "through the operator's `_URL` on `_READ_ONLY`, generic SQL; not tested here"
@@ -75,58 +93,66 @@ _COMPILED = ("compiled and parsed, not run here: every check kind's SQL compiled
 
 SERVER_TYPES: tuple[ServerType, ...] = (
     _sql(("postgresql", "postgres"), "postgres", "PostgreSQL 15, a cluster the tests start", handling=Handling.RUN,
-         dialect="postgresql", default_schema="public", case_sensitive=True, extra="postgres"),
+         dialect="postgresql", default_schema="public", case_sensitive=True, extra="postgres",
+         system_names=_POSTGRES_SYSTEM),
     _sql(("duckdb",), "duckdb", "an embedded DuckDB file, opened read-only", handling=Handling.RUN,
-         dialect="duckdb", default_schema="main", database_file=True, extra="duckdb"),
+         dialect="duckdb", default_schema="main", database_file=True, extra="duckdb", system_names=_DUCKDB_SYSTEM),
     # files DuckDB reads as tables: csv, parquet or json (FILE_FORMATS)
     ServerType(("local",), True, "duckdb", "duckdb", None, False, False, Handling.RUN,
-               "csv, parquet or json files read by DuckDB", "duckdb", ENDPOINT, "schema"),
+               "csv, parquet or json files read by DuckDB", "duckdb", ENDPOINT, "schema", _DUCKDB_SYSTEM),
     *(ServerType((name,), True, "duckdb", "duckdb", None, False, False, Handling.UNTESTED,
                  "csv, parquet or json files read by DuckDB under a prefix the operator declares in `_REMOTE`; "
-                 "not tested here", "duckdb", ENDPOINT, "schema") for name in ("s3", "gcs", "azure")),
+                 "not tested here", "duckdb", ENDPOINT, "schema", _DUCKDB_SYSTEM) for name in ("s3", "gcs", "azure")),
     # Iceberg tables through the operator's catalog, scanned by DuckDB as Arrow (engine/lake.py)
     ServerType(("iceberg",), True, "duckdb", "duckdb", None, False, False, Handling.RUN,
                "Iceberg tables through the operator's catalog (pyiceberg), scanned by DuckDB as Arrow", "iceberg",
-               ENDPOINT, "schema"),
+               ENDPOINT, "schema", ()),
     # PostgreSQL's SQL, but which engine Google runs is not said by the type: reached through `_URL`
-    _sql(("cloudsql",), "postgres", _URL_ONLY, case_sensitive=True),
+    _sql(("cloudsql",), "postgres", _URL_ONLY, case_sensitive=True, system_names=_POSTGRES_SYSTEM),
     # not an ODCS type: SQLAlchemy's built-in dialect, on which the `_URL` + `_READ_ONLY` path is tested
     _sql(("sqlite",), "sqlite", "through the operator's `_URL` on `_READ_ONLY`, generic SQL: the path every "
-         "dialect without a row takes, tested on SQLite", handling=Handling.RUN),
+         "dialect without a row takes, tested on SQLite", handling=Handling.RUN, system_names=("temp",)),
     _sql(("redshift",), "redshift", _COMPILED + " (sqlalchemy-redshift)", handling=Handling.COMPILED,
-         dialect="redshift", default_schema="public", extra="redshift"),
+         dialect="redshift", default_schema="public", extra="redshift", system_names=_POSTGRES_SYSTEM),
     # MySQL and MariaDB (ODCS has one type for both; sqlglot one dialect): a table is `database`.`table`,
     # and a bare name means the connection's database. Column names match in any case
     _sql(("mysql",), "mysql", "MariaDB 10.11, a server the tests start, as a user granted SELECT alone "
-         "(`_READ_ONLY`); MySQL 8 not tested here", handling=Handling.RUN, dialect="mysql", extra="mysql"),
+         "(`_READ_ONLY`); MySQL 8 not tested here", handling=Handling.RUN, dialect="mysql", extra="mysql",
+         system_names=("mysql", "sys", "performance_schema", "information_schema")),
     _sql(("sqlserver",), "tsql", _COMPILED + " (SQLAlchemy's own mssql)", handling=Handling.COMPILED,
-         dialect="mssql", default_schema="dbo", extra="sqlserver"),
+         dialect="mssql", default_schema="dbo", extra="sqlserver",
+         system_names=("sys", "information_schema", "master", "msdb", "tempdb", "model")),
     # a quoted name is exact on Snowflake; a name created unquoted is stored in upper case
     # (its URL's host is the account: snowflake://user@account/database?schema=…&warehouse=…)
     _sql(("snowflake",), "snowflake", "fakesnow (Snowflake's SQL emulated on DuckDB) in the tests, not Snowflake: "
          "on the operator's read-only role (`_READ_ONLY`), each session's STATEMENT_TIMEOUT_IN_SECONDS set",
          handling=Handling.EMULATED, dialect="snowflake", default_schema="PUBLIC", case_sensitive=True,
-         extra="snowflake", endpoint=(("account", "host"), *ENDPOINT)),
+         extra="snowflake", endpoint=(("account", "host"), *ENDPOINT),
+         system_names=("information_schema", "snowflake")),
     # a dataset is the schema; its URL's host is the project (bigquery://project/dataset)
     _sql(("bigquery",), "bigquery", _COMPILED + " (sqlalchemy-bigquery)", handling=Handling.COMPILED,
-         dialect="bigquery", extra="bigquery", endpoint=(("project", "host"),)),
+         dialect="bigquery", extra="bigquery", endpoint=(("project", "host"),),
+         system_names=("information_schema", "region-*")),
     # Spark SQL: names are case-blind, a bare name is in the session's schema (`default` unless the
     # server says one); a Databricks table is catalog.schema.table, its catalog the operator's URL's
     _sql(("databricks",), "databricks", "compiled by databricks-sqlalchemy and run on the Spark Thrift server the "
          "tests start, not on a Databricks SQL warehouse (engine/test_spark.py, test_compiled_dialects.py); "
          "time-limited, not read-only: a contract's SQL rule runs only on `_READ_ONLY`",
          handling=Handling.COMPILED, dialect="databricks",
-         default_schema="default", extra="databricks"),
+         default_schema="default", extra="databricks",
+         system_names=("system", "information_schema", "__databricks_internal")),
     _sql(("trino",), "trino", _COMPILED + " (trino's SQLAlchemy dialect)", handling=Handling.COMPILED,
-         dialect="trino", extra="trino"),  # catalog.schema.table
-    _sql(("presto",), "presto", _URL_ONLY),
-    _sql(("oracle",), "oracle", _URL_ONLY),
-    _sql(("clickhouse",), "clickhouse", _URL_ONLY),
+         dialect="trino", extra="trino", system_names=("system", "information_schema")),  # catalog.schema.table
+    _sql(("presto",), "presto", _URL_ONLY, system_names=("system", "information_schema")),
+    _sql(("oracle",), "oracle", _URL_ONLY,
+         system_names=("sys", "system", "audsys", "ctxsys", "dbsnmp", "mdsys", "outln", "xdb")),
+    _sql(("clickhouse",), "clickhouse", _URL_ONLY, system_names=("system", "information_schema")),
     # a Spark (or Hive) server reached through its Thrift server, in Spark's SQL
     _sql(("hive",), "spark", "Spark 4 (pyspark's Thrift server, PyHive), a server the tests start: time-limited "
          "by its query timeout, not read-only, so a contract's SQL rule runs only on `_READ_ONLY`",
-         handling=Handling.RUN, dialect="hive", default_schema="default", extra="spark", schema_key="database"),
-    *(_sql((name,), None, _URL_ONLY) for name in ("vertica", "db2", "athena", "synapse", "impala", "exasol",
+         handling=Handling.RUN, dialect="hive", default_schema="default", extra="spark", schema_key="database",
+         system_names=("system", "information_schema", "global_temp", "sys")),  # Hive 3's metastore: `sys`
+    *(_sql((name,), None, _URL_ONLY, system_names=_SYSTEM_NAMES.get(name, ())) for name in ("vertica", "db2", "athena", "synapse", "impala", "exasol",
                                                   "teradata", "hana", "denodo", "dremio", "informix", "ingres",
                                                   "vectorwise", "zen")),
     # Btrieve is Zen's record interface; ODCS gives it Zen's SQL endpoint (ZenServer)

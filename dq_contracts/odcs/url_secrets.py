@@ -111,6 +111,12 @@ def endpoint(url: str) -> tuple[str | None, int | str | None, str | None] | None
             int(port) if port and port.isdigit() else port, unquote(database) if database else None)
 
 
+def query_of(url: str) -> list[tuple[str, str]]:
+    """The query parameters of `url` as SQLAlchemy reads them (parse_qsl), in order; [] for no URL."""
+    found = _URL.match(url.strip())
+    return parse_qsl(found.group("query")) if found is not None and found.group("query") else []
+
+
 def without_userinfo(url: str) -> str:
     """`url` with no user or password: whatever SQLAlchemy or urllib would read as its userinfo is
     cut, whichever reaches further (`https://admin:pa/ss@host` is `https://host`)."""

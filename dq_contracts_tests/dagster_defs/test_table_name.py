@@ -12,7 +12,8 @@ from dq_contracts.engine.dialects import dialect_of
 from dq_contracts.engine.sql import qualified_parts
 
 HIVE = "hive://127.0.0.1:10000"
-DATABRICKS = "databricks://token:t@h.cloud?http_path=/sql/1&catalog=main&schema=from_url"
+# the URL names the schema the contracts name: one naming another is refused (test_chosen_names.py)
+DATABRICKS = "databricks://token:t@h.cloud?http_path=/sql/1&catalog=main&schema=sales"
 # (the server entry, the object's physicalName, the operator's URL, the name shown)
 NAMES = [
     ({"type": "hive", "host": "127.0.0.1", "database": "sales"}, "orders", HIVE, "sales.orders"),

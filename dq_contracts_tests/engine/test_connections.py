@@ -202,7 +202,9 @@ SCHEMAS = [  # the server entry, the operator's URL → the schema a bare table 
     ({"type": "hive"}, "hive://127.0.0.1:10000/sales", "sales", "hive"),
     ({"type": "hive", "database": "sales"}, "hive://127.0.0.1:10000/sales", "sales", "hive"),
     ({"type": "hive"}, "hive://127.0.0.1:10000", "default", "hive"),
-    ({"type": "databricks", "schema": "s"}, DATABRICKS, "s", "databricks"),
+    # the contract's schema where the URL names none; the URL's is the only one where it does
+    ({"type": "databricks", "schema": "s"}, DATABRICKS.replace("&schema=from_url", ""), "s", "databricks"),
+    ({"type": "databricks", "schema": "FROM_URL"}, DATABRICKS, "FROM_URL", "databricks"),
     ({"type": "databricks"}, DATABRICKS, "from_url", "databricks"),
     # a URL naming no driver speaks its row's (psycopg2, pymysql), not SQLAlchemy's default
     ({"type": "postgres"}, "postgresql://u:pw@db/wh", "public", "postgresql+psycopg2"),
