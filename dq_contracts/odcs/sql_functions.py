@@ -68,8 +68,10 @@ GENERATORS = FUNCTION_FAMILIES["generator"]
 NUMBER_GENERATORS = {"range", "generate_series", "exploding_generate_series"}
 
 # sqlglot's forms that render as an operator or a literal, not a call, on a dialect with a catalog:
-# list and array literals and their containment operators (`[1, 2]`, `ARRAY[…]`, `&&`, `@>`, `<@`)
-OPERATOR_FORMS = {"array", "array_overlaps", "array_contains_all", "array_contained_by"}
+# list and array literals and their containment operators (`[1, 2]`, `ARRAY[…]`, `&&`, `@>`, `<@`), and
+# PostgreSQL's jsonb key tests (`j ? 'k'`, `?|`, `?&`: sqlglot's names, split at each capital)
+OPERATOR_FORMS = {"array", "array_overlaps", "array_contains_all", "array_contained_by", "j_s_o_n_b_contains_top_key",
+                  "j_s_o_n_b_contains_any_top_keys", "j_s_o_n_b_contains_all_top_keys"}
 # grammar that sqlglot reads as a call of a function it does not know: `x <> ALL(ARRAY[…])`
 GRAMMAR = {"all", "any", "some"}
 
