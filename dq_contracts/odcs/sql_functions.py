@@ -50,7 +50,8 @@ FUNCTION_FAMILIES: dict[str, set[str]] = {
                       "strftime", "strptime", "make_date", "make_timestamp", "epoch", "epoch_ms", "unix_to_time",
                       "time_to_unix", "date", "day", "dayofweek", "dayofmonth", "dayofyear", "week", "weekofyear",
                       "month", "quarter", "year", "hour", "minute", "second", "last_day", "date_from_parts",
-                      "justify_interval", "make_interval", "to_days", "to_hours", "to_minutes", "to_seconds"},
+                      "justify_interval", "make_interval", "to_days", "to_hours", "to_minutes", "to_seconds",
+                      "timestamp"},  # MySQL's TIMESTAMP(x): what sqlglot renders a cast to TIMESTAMP as there
     "cast and condition": {"cast", "try_cast", "trycast", "coalesce", "nullif", "case", "if", "iff", "ifnull",
                            "nvl", "nvl2", "try", "typeof", "is_null", "between", "in", "isnull"},
     "window": {"row_number", "rank", "dense_rank", "lag", "lead", "first_value", "last_value", "nth_value",

@@ -514,6 +514,47 @@ def test_what_the_ui_shows_cannot_be_broken_out_of():
     assert fence not in sql and set(fence) == {"`"}  # no run of backticks in the text closes it
 
 
+# Every spelling of a plain date, time, timestamp or interval type, in each dialect a server may have,
+# that sqlglot reads as one of its date and time types is a plain type to cast to (DuckDB's TIMESTAMP
+# is sqlglot's TIMESTAMPNTZ; `INTERVAL DAY TO SECOND` a type of its own).
+TIME_SPELLINGS = ["TIMESTAMP", "timestamp without time zone", "TIMESTAMP WITH TIME ZONE", "TIMESTAMPTZ",
+                  "TIMESTAMP(3)", "TIMESTAMP WITH LOCAL TIME ZONE", "DATETIME", "DATETIME(3)", "DATE", "TIME",
+                  "TIME(6)", "TIME WITH TIME ZONE", "TIME WITHOUT TIME ZONE", "TIMETZ", "INTERVAL",
+                  "INTERVAL DAY TO SECOND", "INTERVAL YEAR TO MONTH", "INTERVAL DAY", "TIMESTAMP_S", "TIMESTAMP_MS",
+                  "TIMESTAMP_NS", "TIMESTAMP_US", "TIME_NS", "TIMESTAMPLTZ", "TIMESTAMPNTZ", "TIMESTAMP_LTZ",
+                  "TIMESTAMP_NTZ", "TIMESTAMP_TZ", "DATETIME64", "DATETIME64(3)", "DATE32", "SMALLDATETIME",
+                  "DATETIME2", "DATETIMEOFFSET"]
+
+
+def _sqlglot_dialects() -> list[str]:
+    from dq_contracts.odcs.servers import SERVER_TYPES
+
+    return sorted({row.sqlglot for row in SERVER_TYPES if row.sqlglot})
+
+
+@pytest.mark.parametrize("dialect", _sqlglot_dialects())
+def test_every_spelling_of_a_plain_date_or_time_type_may_be_cast_to(dialect):
+    import sqlglot
+    from sqlglot import exp
+
+    from dq_contracts.odcs.sqlrules import judge_sql_rule
+
+    refused = {}
+    for spelling in TIME_SPELLINGS:
+        query = f"SELECT COUNT(*) FROM {{object}} WHERE CAST(NULL AS {spelling}) IS NULL"
+        try:
+            to = sqlglot.parse_one(query.replace("{object}", "t"), read=dialect).find(exp.Cast).args["to"]
+        except sqlglot.errors.SqlglotError:
+            continue  # not a type of this dialect
+        read_as = to.this.name if isinstance(to.this, exp.DataType.Type) else "INTERVAL"
+        if not any(word in read_as for word in ("DATE", "TIME", "INTERVAL")) or read_as.endswith("RANGE"):
+            continue  # read as another type (T-SQL's TIMESTAMP is ROWVERSION) or as no type of the dialect
+        verdict = judge_sql_rule(query, dialect=dialect, own="t", column=None, tables={"t": {"a": False}})
+        if verdict.refusal:
+            refused[spelling] = (read_as, verdict.refusal)
+    assert refused == {}
+
+
 # --- each lock alone (reviews/tests.md 2.6) ---------------------------------------------------------
 
 WRITES = [
