@@ -50,7 +50,8 @@ FUNCTION_FAMILIES: dict[str, set[str]] = {
                       "strftime", "strptime", "make_date", "make_timestamp", "epoch", "epoch_ms", "unix_to_time",
                       "time_to_unix", "date", "day", "dayofweek", "dayofmonth", "dayofyear", "week", "weekofyear",
                       "month", "quarter", "year", "hour", "minute", "second", "last_day", "date_from_parts",
-                      "justify_interval", "make_interval", "to_days", "to_hours", "to_minutes", "to_seconds"},
+                      "justify_interval", "make_interval", "to_days", "to_hours", "to_minutes", "to_seconds",
+                      "timestamp"},  # MySQL's TIMESTAMP(x): what sqlglot renders a cast to TIMESTAMP as there
     "cast and condition": {"cast", "try_cast", "trycast", "coalesce", "nullif", "case", "if", "iff", "ifnull",
                            "nvl", "nvl2", "try", "typeof", "is_null", "between", "in", "isnull"},
     "window": {"row_number", "rank", "dense_rank", "lag", "lead", "first_value", "last_value", "nth_value",
@@ -68,8 +69,10 @@ GENERATORS = FUNCTION_FAMILIES["generator"]
 NUMBER_GENERATORS = {"range", "generate_series", "exploding_generate_series"}
 
 # sqlglot's forms that render as an operator or a literal, not a call, on a dialect with a catalog:
-# list and array literals and their containment operators (`[1, 2]`, `ARRAY[…]`, `&&`, `@>`, `<@`)
-OPERATOR_FORMS = {"array", "array_overlaps", "array_contains_all", "array_contained_by"}
+# list and array literals and their containment operators (`[1, 2]`, `ARRAY[…]`, `&&`, `@>`, `<@`), and
+# PostgreSQL's jsonb key tests (`j ? 'k'`, `?|`, `?&`: sqlglot's names, split at each capital)
+OPERATOR_FORMS = {"array", "array_overlaps", "array_contains_all", "array_contained_by", "j_s_o_n_b_contains_top_key",
+                  "j_s_o_n_b_contains_any_top_keys", "j_s_o_n_b_contains_all_top_keys"}
 # grammar that sqlglot reads as a call of a function it does not know: `x <> ALL(ARRAY[…])`
 GRAMMAR = {"all", "any", "some"}
 

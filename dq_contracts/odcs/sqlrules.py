@@ -19,8 +19,8 @@ The rules, each holding for any input:
 |                      | DuckDB's and PostgreSQL's own catalogs, else `ALLOWED_FUNCTIONS`), by the name  |
 |                      | the rendered SQL calls; no function but a number generator is a table source,   |
 |                      | and a number generator is nothing else (its size is an argument's)              |
-| casts                | a cast's (any kind's) target is a data type on `ALLOWED_TYPES` (no `regclass`,   |
-|                      | `regproc`, `xml`…), never a column or qualified name; a collation a plain name   |
+| casts                | a cast's (any kind's) target is a data type on `ALLOWED_TYPES` or an interval    |
+|                      | (no `regclass`, `xml`…), never a column or qualified name; a collation plain     |
 | what runs            | the rendered SQL, parsed again, renders to itself and passes the node, call and  |
 |                      | cast rules itself; it holds at most one call that grows text (sql_functions)     |
 | tables               | a table is a CTE of the query, the contract's own object, another object of the  |
@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from dq_contracts.odcs.servers import sqlglot_dialect
+from dq_contracts.odcs.sql_scopes import alias_refusal
 from dq_contracts.odcs.sql_functions import (  # noqa: F401  (the allow-list's names, as before)
     ALLOWED_FUNCTIONS, FUNCTION_FAMILIES, GENERATORS, call_refusal, collation_refusal, growth_refusal, sqlglot_name)
 
@@ -68,6 +69,8 @@ ALLOWED_NODES = (
     "Escape", "Add", "Sub", "Mul", "Div", "Mod", "IntDiv", "DPipe", "Case", "DataType", "DataTypeParam", "Interval",
     "Var", "TableSample", "Window", "WindowSpec", "Filter", "Exists", "Any", "All", "Tuple",
     "Bracket", "Lambda",  # a subscript `l[1]`; `x -> x > 1` (its variables are names, not columns; its body is judged as the rest)
+    "WithinGroup",  # `percentile_cont(0.5) WITHIN GROUP (ORDER BY a)`; then a JSON path of constants only
+    "JSONPath", "JSONPathRoot", "JSONPathKey", "JSONPathSubscript",  # `j ->> 'k'`, `j -> 0`: no filter, script
 )
 # Cast targets: plain value types. Not the types whose input function looks names up or parses
 # documents (regclass, regproc, xml, json paths…), nor user-defined ones.
@@ -76,6 +79,9 @@ ALLOWED_TYPES = (
     "FLOAT", "DOUBLE", "DECIMAL", "BIGDECIMAL", "MONEY", "CHAR", "NCHAR", "VARCHAR", "NVARCHAR", "TEXT", "NAME",
     "DATE", "TIME", "TIMETZ", "TIMESTAMP", "TIMESTAMPTZ", "TIMESTAMPLTZ", "TIMESTAMP_S", "TIMESTAMP_MS",
     "TIMESTAMP_NS", "DATETIME", "INTERVAL", "UUID", "ARRAY", "LIST",  # a list or array of these types
+    # plain date and time types as sqlglot reads some dialects' spellings (DuckDB's TIMESTAMP is TIMESTAMPNTZ;
+    # ClickHouse's DATE32, DATETIME64; T-SQL's DATETIME2); an INTERVAL with fields (DAY TO SECOND) too
+    "TIMESTAMPNTZ", "TIME_NS", "DATE32", "DATETIME64", "DATETIME2", "SMALLDATETIME",
 )
 CLASSIFIED_FORMS = "COUNT(c), COUNT(DISTINCT c) and c IS [NOT] NULL"
 
@@ -225,13 +231,8 @@ def _scoped(root: Any, tables: dict[str, dict[str, bool]], own: str, column: str
         return node
 
     tree = tree.transform(plain)
-    # an output alias named where the database may read a column of that name instead (WHERE, GROUP
-    # BY, a join: PostgreSQL reads the table's column, undeclared or not; DuckDB the alias)
-    aliases = {a.alias.lower() for a in tree.find_all(exp.Alias) if a.alias}
-    for col in tree.find_all(exp.Column):
-        if not col.table and col.name.lower() in aliases and col.find_ancestor(exp.Order) is None:
-            raise _Refused(f"the query uses {col.name!r}, an output alias, outside ORDER BY; name the expression "
-                           "or give the alias a name no column has")
+    if why := alias_refusal(tree, real):
+        raise _Refused(why)
     schema = {name: {c: "text" for c in columns} or {RESERVED + "none": "text"}
               for name, columns in [*real.items(), *((a, {}) for a in allowed if a not in real)]}
     try:
@@ -301,6 +302,17 @@ def _counted_only(node: Any) -> bool:
     if isinstance(parent, exp.Count) and parent.this is node:
         return True
     return isinstance(parent, exp.Is) and parent.this is node and isinstance(parent.expression, exp.Null)
+
+
+def _plain_type(node: Any) -> bool:
+    """Whether a data type is on ALLOWED_TYPES, or an interval with fields (`INTERVAL DAY TO SECOND`)."""
+    from sqlglot import exp
+
+    this = node.this
+    if isinstance(node, exp.IntervalSpan):  # `DAY TO SECOND` (to sqlglot a data type): two words
+        return all(isinstance(part, exp.Var) for part in (this, node.expression))
+    return isinstance(this, exp.Interval) and this.this is None and isinstance(
+        this.args.get("unit"), (exp.Var, exp.IntervalSpan)) or this in _node_types()[1]
 
 
 class _Undeclared(_Refused):
@@ -414,8 +426,7 @@ class _Checker:
 
     def check(self, node: Any) -> None:
         exp = self.exp
-        nodes, types = _node_types()
-        parent = node.parent
+        nodes, parent = _node_types()[0], node.parent
         if isinstance(node, exp.Func):
             name = _name(node)
             why = call_refusal(node, self.dialect, source=isinstance(parent, (exp.From, exp.Join, exp.Table)))
@@ -428,7 +439,7 @@ class _Checker:
             # column could stand for (`J_S_O_N_CAST(x, regclass)` with a CTE column `regclass`)
             to = node.args.get("to") if isinstance(node, exp.Cast) else None
             if isinstance(node, exp.Cast) and (not isinstance(to, exp.DataType) or to.find(exp.Column) is not None
-                                               or any(t.this not in types for t in to.find_all(exp.DataType))):
+                                               or not all(map(_plain_type, to.find_all(exp.DataType)))):
                 raise _Refused(f"the query casts to {to.sql() if to is not None else 'nothing'}, which is not a "
                                "plain value type")
             if isinstance(node, exp.Collate) and (why := collation_refusal(node)):

@@ -100,6 +100,14 @@ FILE_RULES = [
     ("aliased", "SELECT COUNT(*) FROM {object} AS o WHERE o.id = 2", 2, 2),
     ("qualified", "SELECT MAX({object}.id) FROM {object}", 2, 2),
     ("in_a_cte", "WITH big AS (SELECT id FROM {object} WHERE id > 1) SELECT COUNT(*) FROM big", 1, 2),
+    ("an_alias_outside", "SELECT MAX(n) FROM (SELECT id AS n FROM {object}) q", 2, 2),
+    ("a_row_number_outside", "WITH r AS (SELECT ROW_NUMBER() OVER (PARTITION BY id ORDER BY name) AS rn FROM "
+     "{object}) SELECT COUNT(*) FROM r WHERE rn > 1", 0, 1),
+    ("a_timestamp", "SELECT COUNT(*) FROM {object} WHERE date_diff('day', TIMESTAMP '2026-06-01', "
+     "CAST('2026-06-03' AS TIMESTAMP)) = id", 2, 2),
+    ("a_json_member", "SELECT COUNT(*) FROM {object} WHERE json_extract_string('{\"k\": \"bob\"}', 'k') = name "
+     "OR '[\"ann\"]' ->> 0 = name", 2, 2),
+    ("a_percentile", "SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY id) FROM {object}", 2, 2),
     ("another_file", "SELECT COUNT(*) FROM read_csv('../secret.csv')", 0, "read_csv"),
     ("a_file_by_name", "SELECT COUNT(*) FROM '../secret.csv'", 0, "not an object of this contract"),
 ]

@@ -23,10 +23,11 @@ TAG = "tag-secret-4242"
 # the table on each engine: one row holding the planted values twice (duplicates are found) and one other
 TABLES = {
     "duckdb": ["CREATE TABLE people (id INTEGER, person STRUCT(name VARCHAR, ssn VARCHAR), tags VARCHAR[], "
-               "m MAP(VARCHAR, VARCHAR))",
-               f"INSERT INTO people VALUES (1, {{'name': 'a', 'ssn': '{SSN}'}}, ['{TAG}'], MAP {{'k': 'v1'}}), "
-               f"(2, {{'name': 'a', 'ssn': '{SSN}'}}, ['{TAG}'], MAP {{'k': 'v2'}}), "
-               "(3, {'name': 'b', 'ssn': '123'}, ['t'], MAP {'k': 'v3'})"],
+               "m MAP(VARCHAR, VARCHAR), data JSON)",
+               f"INSERT INTO people VALUES (1, {{'name': 'a', 'ssn': '{SSN}'}}, ['{TAG}'], MAP {{'k': 'v1'}}, "
+               f"'{{\"ssn\": \"{SSN}\"}}'), "
+               f"(2, {{'name': 'a', 'ssn': '{SSN}'}}, ['{TAG}'], MAP {{'k': 'v2'}}, '{{\"ssn\": \"{SSN}\"}}'), "
+               "(3, {'name': 'b', 'ssn': '123'}, ['t'], MAP {'k': 'v3'}, '{\"ssn\": \"123\"}')"],
     "postgres": ["CREATE TYPE person_t AS (name text, ssn text)",
                  "CREATE TABLE people (id integer, person person_t, data jsonb, tags text[], doc jsonb)",
                  f"INSERT INTO people VALUES (1, ROW('a', '{SSN}'), '{{\"ssn\": \"{SSN}\"}}', ARRAY['{TAG}'], "
@@ -40,6 +41,7 @@ PERSON = {"name": "person", "logicalType": "object", "properties": [{"name": "na
                                                                      SSN_FIELD]}
 TAGS = {"name": "tags", "logicalType": "array", "items": {"logicalType": "string", "classification": "secret"}}
 DATA = {"name": "data", "logicalType": "object", "physicalType": "jsonb", "properties": [SSN_FIELD]}
+JSON = {"name": "data", "logicalType": "object", "physicalType": "json", "properties": [SSN_FIELD]}  # DuckDB's
 MISS = {"pattern": "^x$"}
 
 
@@ -83,6 +85,14 @@ ATTACKS = [
     ("a pattern on an array's classified items, the file named another way", "parquet", TAGS,
      [{"name": "tags", "logicalType": "array", "items": plain("item", logicalTypeOptions=MISS)}], [],
      "samples_withheld"),
+    # JSON reads are allowed in a rule, but not of a column holding a classified member
+    ("a SQL rule's ->> of the JSON member", "duckdb", JSON, [{"name": "data", "logicalType": "object"}],
+     rule("SELECT max(CAST(replace(data ->> 'ssn', '-', '') AS BIGINT)) FROM {object}"), "classified column 'data'"),
+    ("a SQL rule's json_extract_string of the member", "duckdb", JSON, [{"name": "data", "logicalType": "object"}],
+     rule("SELECT max(CAST(json_extract_string(data, '$.ssn') AS INTEGER)) FROM {object}"),
+     "classified column 'data'"),
+    ("a SQL rule's -> of the member", "duckdb", JSON, [{"name": "data", "logicalType": "object"}],
+     rule("SELECT max(length(CAST(data -> 'ssn' AS VARCHAR))) FROM {object}"), "classified column 'data'"),
     ("a SQL rule's dot into the field", "duckdb", PERSON, [{"name": "person", "logicalType": "object"}],
      rule("SELECT max(CAST(person.ssn AS INTEGER)) FROM {object}"), "not run"),
     ("a SQL rule's struct_extract of the field, declared by the victim alone", "duckdb", PERSON, [plain("id")],
@@ -105,7 +115,16 @@ ATTACKS = [
      "classified column 'data'"),
     ("a SQL rule's ->> of the member", "postgres", DATA,
      [{"name": "data", "logicalType": "object", "physicalType": "jsonb"}],
-     rule("SELECT max(CAST(data ->> 'ssn' AS INTEGER)) FROM {object}"), "not run"),
+     rule("SELECT max(CAST(data ->> 'ssn' AS INTEGER)) FROM {object}"), "classified column 'data'"),
+    ("a SQL rule's -> of the member", "postgres", DATA,
+     [{"name": "data", "logicalType": "object", "physicalType": "jsonb"}],
+     rule("SELECT max(length(CAST(data -> 'ssn' AS TEXT))) FROM {object}"), "classified column 'data'"),
+    ("a SQL rule's #>> of the member", "postgres", DATA,
+     [{"name": "data", "logicalType": "object", "physicalType": "jsonb"}],
+     rule("SELECT max(CAST(data #>> ARRAY['ssn'] AS BIGINT)) FROM {object}"), "classified column 'data'"),
+    ("a SQL rule's ? of the member", "postgres", DATA,
+     [{"name": "data", "logicalType": "object", "physicalType": "jsonb"}],
+     rule("SELECT COUNT(*) FROM {object} WHERE data ? 'ssn'"), "classified column 'data'"),
     ("a SQL rule's field of the composite", "postgres", PERSON, [{"name": "person", "logicalType": "object"}],
      rule("SELECT max(CAST((person).ssn AS INTEGER)) FROM {object}"), "not run"),
     ("a pattern on a jsonb column taken as text (no classification)", "postgres", plain("id"),

@@ -100,6 +100,34 @@ ATTACKS = [
     ("an output alias used in WHERE", "SELECT COUNT(*) AS n FROM {object} WHERE n > 0", "outside ORDER BY"),
     ("an output alias over an undeclared column", "SELECT COUNT(*) AS secret FROM {object} WHERE secret LIKE '9%'",
      "outside ORDER BY"),
+    # an alias read outside its subquery or CTE is its column only as the one source of its name there
+    ("an alias read in a correlated subquery", "SELECT COUNT(*) FROM (SELECT amount AS x FROM {object}) q WHERE "
+     "EXISTS (SELECT 1 FROM customers c WHERE x > 0)", "outside ORDER BY"),
+    ("an alias beside a table of that column", "SELECT MAX(amount) FROM (SELECT id AS amount FROM customers) q, "
+     "{object}", "outside ORDER BY"),
+    ("an alias beside another of that name", "SELECT MAX(x) FROM (SELECT amount AS x FROM {object}) q, (SELECT id "
+     "AS x FROM customers) r", "outside ORDER BY"),
+    ("an alias named like its subquery", "SELECT MAX(CAST(q AS VARCHAR)) FROM (SELECT amount AS q FROM {object}) q",
+     "outside ORDER BY|as a value"),
+    ("an own alias in a window's ORDER BY", "SELECT COUNT(*) FROM (SELECT id AS secret, ROW_NUMBER() OVER (ORDER BY "
+     "secret) AS n FROM {object}) q WHERE q.n = 1", "outside ORDER BY"),
+    ("an own alias in an ORDER BY expression", "SELECT COUNT(*) FROM (SELECT id AS secret FROM {object} ORDER BY "
+     "secret + 0 LIMIT 1) q", "outside ORDER BY"),
+    ("the classified column through a CTE's alias", "WITH q AS (SELECT ssn AS x FROM {object}) SELECT MAX(x) FROM q",
+     "classified column"),
+    # JSON reads and ordered-set aggregates of the classified column: it is only counted
+    ("the classified column's JSON member", "SELECT MAX(ssn ->> 'k') FROM {object}", "classified column"),
+    ("the classified column's json_extract_string", "SELECT COUNT(*) FROM {object} WHERE json_extract_string(ssn, "
+     "'$.k') = '9'", "classified column|json_extract_string"),
+    ("the classified column's JSON key", "SELECT COUNT(*) FROM {object} WHERE CAST(ssn AS VARCHAR) -> 'k' IS NULL",
+     "classified column"),
+    ("the classified column in a percentile", "SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY ssn) FROM {object}",
+     "classified column"),
+    ("the classified column in a mode", "SELECT mode() WITHIN GROUP (ORDER BY ssn) FROM {object}",
+     "classified column"),
+    ("a JSON path filter", "SELECT COUNT(*) FROM {object} WHERE json_extract(doc, '$[?(@.n > 1)]') IS NULL",
+     "JSONPATH|does not parse|cannot be rendered"),
+    ("a cast to JSON", "SELECT COUNT(*) FROM {object} WHERE CAST(region AS JSON) IS NULL", "plain value type"),
     # writing, locking, session forms
     ("delete", "DELETE FROM orders", "not a SELECT"),
     ("cte update", "WITH u AS (UPDATE orders SET amount = 0 RETURNING id) SELECT COUNT(*) FROM u", "UPDATE"),
@@ -202,6 +230,28 @@ ACCEPTED = [
     ("a colon in a literal", "SELECT COUNT(*) FROM {object} WHERE region <> ':x'", 4, 4),
     ("the property", "SELECT COUNT(*) FROM {object} WHERE {property} >= 10", 2, 2),
     ("a generator of numbers", "SELECT COUNT(*) FROM {object}, generate_series(1, 2) g", 8, 8),
+    # an output alias read outside its subquery or CTE, unqualified: the one source of that name there
+    ("an alias read outside its subquery", "SELECT MAX(x) FROM (SELECT amount AS x FROM {object}) q", 20, 20),
+    ("a CTE's row number filtered outside", "WITH q AS (SELECT ROW_NUMBER() OVER (PARTITION BY customer_id ORDER BY "
+     "id) AS rn FROM {object}) SELECT COUNT(*) FROM q WHERE rn > 1", 0, 1),
+    ("a CTE's alias as a join key", "WITH c AS (SELECT id AS cid FROM customers) SELECT COUNT(*) FROM {object} o "
+     "JOIN c ON o.customer_id = cid", 3, 3),
+    ("an alias grouped and ordered outside", "SELECT MAX(n) FROM (SELECT x, COUNT(*) AS n FROM (SELECT customer_id "
+     "AS x FROM {object}) a GROUP BY x ORDER BY x) b", 1, 2),
+    # a plain timestamp however spelt (DuckDB's TIMESTAMP is sqlglot's TIMESTAMPNTZ), an interval with fields
+    ("a cast to TIMESTAMP", "SELECT COUNT(*) FROM {object} WHERE day < CAST('2026-06-02' AS TIMESTAMP)", 1, 1),
+    ("a TIMESTAMP literal", "SELECT COUNT(*) FROM {object} WHERE day < TIMESTAMP '2026-06-02 00:00:00'", 1, 1),
+    ("a ::timestamp", "SELECT COUNT(*) FROM {object} WHERE day < '2026-06-02'::timestamp", 1, 1),
+    ("a timestamp without time zone", "SELECT COUNT(*) FROM {object} WHERE CAST(day AS timestamp without time zone) "
+     "< TIMESTAMP '2026-06-02'", 1, 1),
+    ("an interval day to second", "SELECT COUNT(*) FROM {object} WHERE day + CAST('1 day' AS INTERVAL DAY TO SECOND) "
+     "> TIMESTAMP '2026-06-02'", 3, 3),
+    # ordered-set aggregates
+    ("percentile_cont within group", "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY amount) FROM {object}",
+     5.5, 5.5),
+    ("percentile_disc within group", "SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY amount) FROM {object}",
+     1, 1),
+    ("mode within group", "SELECT mode() WITHIN GROUP (ORDER BY customer_id) FROM {object}", 1, 1),
 ]
 
 # Read-only rules of one dialect's own functions (its catalog's, odcs/sql_catalogs/): list and array
@@ -216,6 +266,21 @@ DIALECT_RULES = [
     ("a list macro", "duckdb", "SELECT list_sum([COUNT(*), 1]) FROM {object}", 4, 5),
     ("a cast to a list", "duckdb", "SELECT COUNT(*) FROM {object} WHERE list_contains(CAST(['1', '20'] AS "
      "INTEGER[]), amount)", 2, 2),
+    ("date_diff to a TIMESTAMP", "duckdb", "SELECT COUNT(*) FROM {object} WHERE date_diff('day', day, TIMESTAMP "
+     "'2026-06-03') = 1", 3, 3),
+    ("a cast to DATETIME", "duckdb", "SELECT COUNT(*) FROM {object} WHERE CAST(day AS DATETIME) > "
+     "TIMESTAMP '2026-06-01'", 3, 3),
+    ("a cast to a list of TIMESTAMP", "duckdb", "SELECT COUNT(*) FROM {object} WHERE list_contains(CAST(['2026-06-01']"
+     " AS TIMESTAMP[]), CAST(day AS TIMESTAMP))", 1, 1),
+    ("->> of a JSON path", "duckdb", "SELECT COUNT(*) FROM {object} WHERE doc ->> '$.k' = 'eu'", 1, 1),
+    ("->> of a key", "duckdb", "SELECT COUNT(*) FROM {object} WHERE doc ->> 'k' = 'us'", 1, 1),
+    ("-> of a key", "duckdb", "SELECT COUNT(*) FROM {object} WHERE doc -> 'tags' IS NOT NULL", 2, 2),
+    ("-> of an index", "duckdb", "SELECT COUNT(*) FROM {object} WHERE doc -> 'tags' -> 0 IS NOT NULL", 1, 1),
+    ("json_extract_string", "duckdb", "SELECT COUNT(*) FROM {object} WHERE json_extract_string(doc, 'k') = 'eu'", 1, 1),
+    ("json_extract of a path", "duckdb", "SELECT SUM(CAST(json_extract(doc, '$.n') AS INTEGER)) FROM {object}", 7, 7),
+    ("quantile_cont", "duckdb", "SELECT quantile_cont(amount, 0.5) FROM {object}", 5.5, 5.5),
+    ("a quote in a JSON key stays in its literal", "duckdb", "SELECT COUNT(*) FROM {object} WHERE doc ->> 'x'' OR "
+     "ssn IS NULL OR ''' = 'x'", 0, 0),
     ("= ANY(ARRAY[…])", "postgres", "SELECT COUNT(*) FROM {object} WHERE amount = ANY(ARRAY[10, 20])", 2, 2),
     ("<> ALL(ARRAY[…])", "postgres", "SELECT COUNT(*) FROM {object} WHERE amount <> ALL(ARRAY[10, 20])", 0, 2),
     ("array_position", "postgres", "SELECT COUNT(*) FROM {object} WHERE array_position(ARRAY['eu', 'us'], region) "
@@ -227,14 +292,24 @@ DIALECT_RULES = [
     ("a cast to an array", "postgres", "SELECT COUNT(*) FROM {object} WHERE amount = ANY(CAST('{1,20}' AS "
      "INTEGER[]))", 1, 2),
     ("num_nonnulls", "postgres", "SELECT COUNT(*) FROM {object} WHERE num_nonnulls(amount, region) = 2", 4, 4),
+    ("->> of a key", "postgres", "SELECT COUNT(*) FROM {object} WHERE doc ->> 'k' = 'eu'", 1, 1),
+    ("-> of a key", "postgres", "SELECT COUNT(*) FROM {object} WHERE doc -> 'tags' IS NOT NULL", 2, 2),
+    ("-> of an index", "postgres", "SELECT COUNT(*) FROM {object} WHERE doc -> 'tags' -> 0 IS NOT NULL", 1, 1),
+    ("#>> of a path", "postgres", "SELECT COUNT(*) FROM {object} WHERE doc #>> '{tags,0}' = 'a'", 1, 1),
+    ("? of a key", "postgres", "SELECT COUNT(*) FROM {object} WHERE doc ? 'k'", 2, 2),
+    ("?| of keys", "postgres", "SELECT COUNT(*) FROM {object} WHERE doc ?| ARRAY['k', 'n']", 3, 3),
+    ("->> cast to a number", "postgres", "SELECT SUM(CAST(doc ->> 'n' AS INTEGER)) FROM {object}", 7, 7),
+    ("a quote in a JSON key stays in its literal", "postgres", "SELECT COUNT(*) FROM {object} WHERE doc ->> 'x'' OR "
+     "ssn IS NULL OR ''' = 'x'", 0, 0),
 ]
 
-ROWS = [  # id, customer_id, amount, ssn, region, day
-    (1, 1, 10, PLANTED, "eu", "2026-06-01"),
-    (2, 1, -5, "123456789", "eu", "2026-06-02"),
-    (3, 2, 20, None, "us", "2026-06-02"),
-    (4, 3, 1, "555", "us", "2026-06-02"),
+ROWS = [  # id, customer_id, amount, ssn, region, day, doc (JSON)
+    (1, 1, 10, PLANTED, "eu", "2026-06-01", '{"k": "eu", "n": 1, "tags": ["a"]}'),
+    (2, 1, -5, "123456789", "eu", "2026-06-02", '{"k": "us", "n": 2, "tags": []}'),
+    (3, 2, 20, None, "us", "2026-06-02", None),
+    (4, 3, 1, "555", "us", "2026-06-02", '{"n": 4}'),
 ]
+JSON_TYPES = {"duckdb": "JSON", "postgresql": "JSONB"}  # the doc column's type on each engine
 
 
 def contract(rules: list[tuple[str, str, int]], server: dict, partitions: dict | None = None) -> dict:
@@ -246,6 +321,7 @@ def contract(rules: list[tuple[str, str, int]], server: dict, partitions: dict |
         {"name": "ssn", "logicalType": "string", "classification": "restricted"},
         {"name": "region", "logicalType": "string"},
         {"name": "day", "logicalType": "date"},
+        {"name": "doc", "logicalType": "object"},
     ]}
     if partitions:
         orders["customProperties"] = [{"property": "dagsterPartitions", "value": partitions}]
@@ -257,11 +333,12 @@ def contract(rules: list[tuple[str, str, int]], server: dict, partitions: dict |
 def fill(engine: sa.Engine, other_schema: str) -> None:
     with engine.begin() as c:
         c.exec_driver_sql(f"CREATE SCHEMA IF NOT EXISTS {other_schema}")
+        json = JSON_TYPES[engine.dialect.name]
         c.exec_driver_sql("CREATE TABLE orders (id INTEGER, customer_id INTEGER, amount INTEGER, ssn VARCHAR(16), "
-                          "region VARCHAR(8), day DATE)")
+                          f"region VARCHAR(8), day DATE, doc {json})")
         for row in ROWS:
-            c.execute(sa.text("INSERT INTO orders VALUES (:a, :b, :c, :d, :e, CAST(:f AS DATE))"),
-                      dict(zip("abcdef", row)))
+            c.execute(sa.text(f"INSERT INTO orders VALUES (:a, :b, :c, :d, :e, CAST(:f AS DATE), CAST(:g AS {json}))"),
+                      dict(zip("abcdefg", row)))
         c.exec_driver_sql("CREATE TABLE customers (id INTEGER, name VARCHAR(16))")
         c.exec_driver_sql("INSERT INTO customers VALUES (1, 'Ann'), (2, 'Bob')")
         c.exec_driver_sql("CREATE TABLE stranger (secret VARCHAR(16))")
@@ -435,6 +512,47 @@ def test_what_the_ui_shows_cannot_be_broken_out_of():
     fence = block.splitlines()[0][:-3]
     assert block.startswith(fence + "sql\n") and block.endswith("\n" + fence)
     assert fence not in sql and set(fence) == {"`"}  # no run of backticks in the text closes it
+
+
+# Every spelling of a plain date, time, timestamp or interval type, in each dialect a server may have,
+# that sqlglot reads as one of its date and time types is a plain type to cast to (DuckDB's TIMESTAMP
+# is sqlglot's TIMESTAMPNTZ; `INTERVAL DAY TO SECOND` a type of its own).
+TIME_SPELLINGS = ["TIMESTAMP", "timestamp without time zone", "TIMESTAMP WITH TIME ZONE", "TIMESTAMPTZ",
+                  "TIMESTAMP(3)", "TIMESTAMP WITH LOCAL TIME ZONE", "DATETIME", "DATETIME(3)", "DATE", "TIME",
+                  "TIME(6)", "TIME WITH TIME ZONE", "TIME WITHOUT TIME ZONE", "TIMETZ", "INTERVAL",
+                  "INTERVAL DAY TO SECOND", "INTERVAL YEAR TO MONTH", "INTERVAL DAY", "TIMESTAMP_S", "TIMESTAMP_MS",
+                  "TIMESTAMP_NS", "TIMESTAMP_US", "TIME_NS", "TIMESTAMPLTZ", "TIMESTAMPNTZ", "TIMESTAMP_LTZ",
+                  "TIMESTAMP_NTZ", "TIMESTAMP_TZ", "DATETIME64", "DATETIME64(3)", "DATE32", "SMALLDATETIME",
+                  "DATETIME2", "DATETIMEOFFSET"]
+
+
+def _sqlglot_dialects() -> list[str]:
+    from dq_contracts.odcs.servers import SERVER_TYPES
+
+    return sorted({row.sqlglot for row in SERVER_TYPES if row.sqlglot})
+
+
+@pytest.mark.parametrize("dialect", _sqlglot_dialects())
+def test_every_spelling_of_a_plain_date_or_time_type_may_be_cast_to(dialect):
+    import sqlglot
+    from sqlglot import exp
+
+    from dq_contracts.odcs.sqlrules import judge_sql_rule
+
+    refused = {}
+    for spelling in TIME_SPELLINGS:
+        query = f"SELECT COUNT(*) FROM {{object}} WHERE CAST(NULL AS {spelling}) IS NULL"
+        try:
+            to = sqlglot.parse_one(query.replace("{object}", "t"), read=dialect).find(exp.Cast).args["to"]
+        except sqlglot.errors.SqlglotError:
+            continue  # not a type of this dialect
+        read_as = to.this.name if isinstance(to.this, exp.DataType.Type) else "INTERVAL"
+        if not any(word in read_as for word in ("DATE", "TIME", "INTERVAL")) or read_as.endswith("RANGE"):
+            continue  # read as another type (T-SQL's TIMESTAMP is ROWVERSION) or as no type of the dialect
+        verdict = judge_sql_rule(query, dialect=dialect, own="t", column=None, tables={"t": {"a": False}})
+        if verdict.refusal:
+            refused[spelling] = (read_as, verdict.refusal)
+    assert refused == {}
 
 
 # --- each lock alone (reviews/tests.md 2.6) ---------------------------------------------------------
