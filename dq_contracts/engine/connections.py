@@ -4,7 +4,7 @@ A contract may be written by another team than the one whose credentials run it,
 which of the operator's servers it means, never where credentials go or which files open. The
 operator's declaration (declaration.py: `DQ_CONTRACTS_<SERVER>_URL`, or `_HOST`/`_PORT`/`_DATABASE`
 with `_USER`/`_PASSWORD`, `_SSLMODE`, `_REQUIRE_AUTH`, `_TYPE`, `_ROOTS`, `_REMOTE`, `_CONTRACTS`,
-`_SCHEMAS`, `_READ_ONLY`, and DuckDB's `_MEMORY_LIMIT`, `_TEMP_DIRECTORY`, `_THREADS`; or the
+`_SCHEMAS`, `_READ_ONLY`, and DuckDB's `_MEMORY_LIMIT`, `_TEMP_DIRECTORY`, `_MAX_TEMP_DIRECTORY_SIZE`, `_THREADS`; or the
 WarehouseResource's settings) is checked when a contract loads (load.server_problems) and again
 here, when it connects: a host, port or database other than the operator's, a type other than the
 declared one, a file outside the roots or not a regular file, a remote location not declared: an
@@ -19,7 +19,8 @@ DuckDB check sessions (a `duckdb` server, or a file server that DuckDB reads) ar
 `_MEMORY_LIMIT` of memory (default 1GB, DuckDB's own default is 80 % of the host's, per session:
 one per object checked in parallel), spilling to a folder of the engine's own below `_TEMP_DIRECTORY`
 (default: a `dq_contracts_spill` folder in the system's temp folder), removed when the engine is
-disposed (dialect_duckdb.SpillFolder: concurrent runs never share spill files), with `_THREADS` threads (default DuckDB's: every core). They
+disposed (dialect_duckdb.SpillFolder: concurrent runs never share spill files), at most
+`_MAX_TEMP_DIRECTORY_SIZE` of it (default 4GB, DuckDB's own is 90 % of the free disk), with `_THREADS` threads (default DuckDB's: every core). They
 install and load no extension, and a warehouse file that defines macros (or types named like
 built-in ones) is refused: its objects would change what the checks' SQL means. A PostgreSQL
 database holding a cast its owner wrote a function for is refused for the same reason (a cast is

@@ -51,6 +51,7 @@ FIELDS: tuple[tuple[str, str, str | None], ...] = (
     ("memory_limit", "MEMORY_LIMIT", None),
     ("temp_directory", "TEMP_DIRECTORY", None),
     ("threads", "THREADS", None),
+    ("max_temp_directory_size", "MAX_TEMP_DIRECTORY_SIZE", None),
     ("roots", "ROOTS", os.pathsep),
     ("remote", "REMOTE", ","),
     ("contracts", "CONTRACTS", os.pathsep),
@@ -84,6 +85,7 @@ class ServerDeclaration:
     memory_limit: str | None = None
     temp_directory: str | None = None
     threads: str | None = None
+    max_temp_directory_size: str | None = None  # DuckDB's bound on a session's spill (default 4GB)
     roots: tuple[str, ...] = ()
     remote: tuple[str, ...] = ()
     contracts: tuple[str, ...] = ()
