@@ -198,7 +198,8 @@ def _secrets_of(password: str | None, text: str) -> tuple[str, ...]:
 
 
 def _hidden(location: str, roots: tuple[str, ...]) -> str | None:
-    from dq_contracts.odcs.declaration import hidden_below, resolved
+    from dq_contracts.odcs.declaration import resolved
+    from dq_contracts.odcs.project_files import hidden_below
 
     real = resolved(location)
     if hidden_below(real, roots):
@@ -291,6 +292,8 @@ def engine_for(connection: Connection) -> sa.Engine:
         if connection.roots is not None and not inside(real, connection.roots):
             raise EndpointError(f"database {database} is {real}, outside the operator's roots "
                                 f"({', '.join(connection.roots)}); not opening it")
+        if connection.roots is not None and _hidden(real, connection.roots):
+            raise EndpointError(f"database {database} is {real}, a hidden file or folder; not opening it")
         if not is_regular(real):
             what = "is not a regular file" if os.path.lexists(real) else "does not exist"
             raise EndpointError(f"database {database} {what}; not opening it")
