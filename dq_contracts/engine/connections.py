@@ -41,6 +41,7 @@ from dq_contracts.engine.dialects import dialect_of, read_only_refusal
 from dq_contracts.engine.sessions import CREDENTIALS_READ_ONLY
 from dq_contracts.odcs.servers import (Handling, is_file_server, local, same_type, schema_of_server, server_type,
                                       server_type_of_dialect)
+from dq_contracts.odcs.project_files import hidden_below, project_root
 from dq_contracts.odcs.declaration import (ServerDeclaration, declaration_of, default_root, endpoint_disagreements,
                                    env_prefix, inside,
                                    is_regular, is_remote, local_path, location_refusal, real_roots, server_name)
@@ -63,7 +64,8 @@ class Connection:
 def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None = None,
                    folder: str | None = None, root: str | None = None) -> Connection:
     """The connection for one ODCS server; `folder` is the contract file's folder, `root` the
-    default root of what was loaded (declaration.root_of_loaded; default: the parent of `folder`).
+    default root of what was loaded (declaration.root_of_loaded; default: the parent of `folder`, or
+    `folder` itself when it is a project: project_files.project_root).
 
     The operator's declaration is checked again here (the files may have changed since loading):
     a DuckDB database or a file server's files must still be regular files inside the roots."""
@@ -72,8 +74,8 @@ def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None 
     prefix = env_prefix(name)
     kind = str(server.get("type") or "").lower()
     schema = schema_of_server(server) or server.get("schema")  # init --schema: `schema`, whatever the type
-    if root is None and folder:
-        root = os.path.dirname(os.path.abspath(folder))
+    if root is None and folder:  # the project that holds the folder, or the folder that is one
+        root = project_root(os.path.abspath(folder))
     root = default_root(declaration, root, environ)
     if declaration.type and kind and not same_type(kind, declaration.type):
         raise EndpointError(f"server {name!r}: the contract says type {kind!r}, the operator declared "
@@ -199,7 +201,6 @@ def _secrets_of(password: str | None, text: str) -> tuple[str, ...]:
 
 def _hidden(location: str, roots: tuple[str, ...]) -> str | None:
     from dq_contracts.odcs.declaration import resolved
-    from dq_contracts.odcs.project_files import hidden_below
 
     real = resolved(location)
     if hidden_below(real, roots):

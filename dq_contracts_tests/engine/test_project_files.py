@@ -158,3 +158,14 @@ def test_the_projects_own_data_is_inside_the_default_root(tmp_path, case, target
     proc = run("check", target, tmp_path / cwd)
     assert [r["passed"] for r in json.loads(proc.stdout)["results"] if r["name"] == "key__pattern"] == [True], \
         proc.stdout + proc.stderr
+
+
+def test_init_draws_no_sibling_projects_file(tmp_path):
+    """`init --path` opens files as `check` does from the output's folder (here the project): the
+    project's root, never the folder above it."""
+    plant(tmp_path / "q", "data/srv.csv")
+    (tmp_path / "p" / "contracts").mkdir(parents=True)
+    proc = subprocess.run([sys.executable, "-m", "dq_contracts.cli", "init", "--path", "../q/data/srv.csv", "--table",
+                           "t"], cwd=tmp_path / "p", capture_output=True, text=True, timeout=300)
+    assert SECRET not in proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "outside the folders" in proc.stderr, proc.stdout + proc.stderr
