@@ -14,7 +14,7 @@ from dq_contracts.odcs.load import LoadResult, load_contracts, not_enforced_prob
 from dq_contracts.odcs.problems import errors_of
 from dq_contracts.odcs.plans import ContractPlan, Severity
 from dq_contracts.odcs.servers import servers_handling
-from dq_contracts.odcs.visible import one_line, say
+from dq_contracts.odcs.visible import one_line, say, say_lines
 from dq_contracts.cli_init import cmd_init
 from dq_contracts.cli_streams import Guarded
 
@@ -73,7 +73,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
-def _plan_text(plan: ContractPlan, prefix: str) -> str:
+def _plan_lines(plan: ContractPlan, prefix: str) -> list[str]:
     from dq_contracts.engine.sentences import AGE, duration, in_durations  # pure: no SQL
     from dq_contracts.odcs.check_kinds import CHECK_KINDS
 
@@ -117,7 +117,7 @@ def _plan_text(plan: ContractPlan, prefix: str) -> str:
         lines.append("  not enforced:")
         for item in plan.not_enforced:
             lines.append(f"    {item.clause}  [{item.code}] {item.reason}")
-    return "\n".join(lines)
+    return lines
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -129,10 +129,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
             "contracts": [p.to_json() for p in result.plans],
             "problems": [p.to_json() for p in result.problems],
         }
-        say(json.dumps(payload, indent=2, default=str))
+        say_lines(json.dumps(payload, indent=2, default=str).splitlines())
     else:
         for plan in result.plans:  # with the names Dagster's ops and schedules take
-            say(_plan_text(plan, result.prefixes[plan.file]))
+            say_lines(_plan_lines(plan, result.prefixes[plan.file]))
             say()
         _print_problems(result, sys.stdout)
     return 1 if result.errors else 0
@@ -208,7 +208,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             "statements": _statements(results),
             "problems": [p.to_json() for p in loaded.problems],
         }
-        say(json.dumps(payload, indent=2, default=str))
+        say_lines(json.dumps(payload, indent=2, default=str).splitlines())
     else:
         # the result in words and units ("1 row of 120 below 0 (0.8 %)"), then samples where allowed
         rows = [("asset", "check", "severity", "status", "result", "samples")]
@@ -285,7 +285,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         say(f"dq-contracts report: DAGSTER_HOME={os.environ['DAGSTER_HOME']} is not a folder; point it at "
               "the Dagster instance folder to read", file=sys.stderr)
         return 1
-    from dq_contracts.dagster_defs.report import InstanceUnreadable, report_from_instance, report_text  # Dagster
+    from dq_contracts.dagster_defs.report import InstanceUnreadable, report_from_instance, report_lines  # Dagster
 
     loaded = load_contracts(args.paths)
     try:
@@ -294,9 +294,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         say(f"dq-contracts report: {exc}", file=sys.stderr)
         return 1
     if args.format == "json":
-        say(json.dumps(report, indent=2))
+        say_lines(json.dumps(report, indent=2).splitlines())
     else:
-        say(report_text(report))
+        say_lines(report_lines(report))
         _print_problems(loaded, sys.stdout)
     # a CI gate over the instance's history: an ERROR clause whose latest status is fail or error fails it
     broken = any(c["severity"] == Severity.ERROR and c["status"] in ("fail", "error")
@@ -309,7 +309,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
     result = diff_paths(args.old, args.new, getattr(sys.stdin, "buffer", sys.stdin))
     if args.format == "json":
-        say(json.dumps(to_json(result), indent=2, default=str))
+        say_lines(json.dumps(to_json(result), indent=2, default=str).splitlines())
     else:
         for line in report_text(result):
             say(line, file=sys.stderr if result.errors else None)

@@ -14,6 +14,7 @@ from dagster._core.storage.asset_check_execution_record import AssetCheckExecuti
 
 from dq_contracts.engine.results import Status, status_of
 from dq_contracts.odcs.plans import ContractPlan, Severity
+from dq_contracts.odcs.visible import one_line
 
 NOT_RUN = "not_run"  # no evaluation recorded: never run, or its run ended before it
 STATUSES = (*Status, NOT_RUN)
@@ -123,6 +124,12 @@ def report_from_instance(plans: list[ContractPlan]) -> dict[str, Any]:
 
 
 def report_text(report: dict[str, Any]) -> str:
+    """The report as text: its lines, each on one line (`one_line`), as the command prints them."""
+    return "\n".join(one_line(line) for line in report_lines(report))
+
+
+def report_lines(report: dict[str, Any]) -> list[str]:
+    """The report's lines, as built; a writer puts each on one line (visible.say_lines)."""
     lines = []
     totals = dict.fromkeys(STATUSES, 0)
     for contract in report["contracts"]:
@@ -144,4 +151,4 @@ def report_text(report: dict[str, Any]) -> str:
                 if shown:  # where each clause it answers is written (a compound key: every column's)
                     lines.extend(f"            {location}" for location in clause.get("locations") or ())
     lines.append("total: " + "  ".join(f"{s} {n}" for s, n in totals.items()))
-    return "\n".join(lines)
+    return lines

@@ -34,6 +34,8 @@ class ServerSettings(dg.Config):
     memory_limit: str | None = Field(default=None, description="DuckDB and file servers: a session's memory limit")
     temp_directory: str | None = Field(default=None, description="DuckDB and file servers: the spill root (each run spills into a folder of its own below it)")
     threads: int | None = Field(default=None, description="DuckDB and file servers: threads per session")
+    max_temp_directory_size: str | None = Field(default=None, description="DuckDB and file servers: the most a "
+                                                "session may spill to disk (default 4GB)")
     roots: list[str] | None = Field(default=None, description="DuckDB and file servers: the files or folders "
                                     "they may open (default: the folder holding the contracts folder loaded)")
     remote: list[str] | None = Field(default=None, description="DuckDB and file servers: the remote location "

@@ -19,7 +19,7 @@ from dq_contracts.engine.sentences import observed_text, said
 from dq_contracts.odcs.names import CONTRACT_VALID
 from dq_contracts.odcs.plans import ContractPlan, Severity
 from dq_contracts.odcs.problems import Problem, ProblemSeverity, Reach, contract_errors_of, errors_of
-from dq_contracts.odcs.visible import uncommanded, visible
+from dq_contracts.odcs.visible import one_line, uncommanded, visible
 
 if TYPE_CHECKING:
     from xml.etree import ElementTree as ET
@@ -62,9 +62,10 @@ def _not_xml() -> re.Pattern[str]:
 
 
 def xml_text(value: object) -> str:
-    """Text XML can hold, in which no line reads as a CI runner's command (the report may be printed
-    to a job's log: without --output it is standard output)."""
-    return _not_xml().sub(lambda m: f"\\u{ord(m.group()):04x}", uncommanded(visible(value)))
+    """Text XML can hold, on one line (`one_line`: a contract's text cannot add a line to the report,
+    which may be printed to a job's log: without --output it is standard output), in which nothing
+    reads as a CI runner's command."""
+    return _not_xml().sub(lambda m: f"\\u{ord(m.group()):04x}", uncommanded(one_line(value)))
 
 
 def junit_outcome(result: CheckResult) -> str | None:
@@ -78,21 +79,22 @@ def junit_outcome(result: CheckResult) -> str | None:
     return "error" if result.status == Status.ERROR else "failure"
 
 
-def _detail(result: CheckResult) -> str:
-    """The case's text: the sentence, observed, threshold and every clause's location."""
+def _detail(result: CheckResult) -> list[str]:
+    """The case's lines: the sentence, observed, threshold and every clause's location."""
     lines = [said(result), f"observed: {observed_text(result)}", f"threshold: {result.threshold or '-'}"]
     if result.partition is not None:
         lines.append(f"partition: {result.partition}")
     lines += [f"clause: {where}" for where in result.locations]
-    return "\n".join(lines)
+    return lines
 
 
-def _element(parent: ET.Element, tag: str, text: str | None = None, **attributes: object) -> ET.Element:
+def _element(parent: ET.Element, tag: str, lines: Sequence[str] | None = None, **attributes: object) -> ET.Element:
+    """An element whose attributes are each on one line, and whose text is `lines`, each on its own."""
     from xml.etree import ElementTree as ET
 
     element = ET.SubElement(parent, tag, {k: xml_text(v) for k, v in attributes.items()})
-    if text is not None:
-        element.text = xml_text(text)
+    if lines is not None:
+        element.text = "\n".join(xml_text(line) for line in lines)
     return element
 
 
@@ -112,7 +114,7 @@ def _problems_case(suite: ET.Element, file: str, errors: list[Problem]) -> None:
     case = _element(suite, "testcase", classname=file, name=CONTRACT_VALID)
     first = errors[0].render()
     message = first if len(errors) == 1 else f"{len(errors)} errors, the first: {first}"
-    _element(case, "failure", "\n".join(p.render() for p in errors), type="contract", message=message)
+    _element(case, "failure", [p.render() for p in errors], type="contract", message=message)
 
 
 def junit_xml(results: Sequence[CheckResult], plans: Sequence[ContractPlan], problems: Sequence[Problem]) -> bytes:

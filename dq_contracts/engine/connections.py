@@ -4,7 +4,8 @@ A contract may be written by another team than the one whose credentials run it,
 which of the operator's servers it means, never where credentials go or which files open. The
 operator's declaration (declaration.py: `DQ_CONTRACTS_<SERVER>_URL`, or `_HOST`/`_PORT`/`_DATABASE`
 with `_USER`/`_PASSWORD`, `_SSLMODE`, `_REQUIRE_AUTH`, `_TYPE`, `_ROOTS`, `_REMOTE`, `_CONTRACTS`,
-`_SCHEMA`, `_CATALOG`, `_SCHEMAS`, `_READ_ONLY`, and DuckDB's `_MEMORY_LIMIT`, `_TEMP_DIRECTORY`, `_THREADS`; or the
+`_SCHEMA`, `_CATALOG`, `_SCHEMAS`, `_READ_ONLY`, and DuckDB's `_MEMORY_LIMIT`, `_TEMP_DIRECTORY`,
+`_MAX_TEMP_DIRECTORY_SIZE`, `_THREADS`; or the
 WarehouseResource's settings) is checked when a contract loads (load.server_problems) and again
 here, when it connects: a host, port or database other than the operator's, a type other than the
 declared one, a file outside the roots or not a regular file, a remote location not declared, a
@@ -20,7 +21,8 @@ DuckDB check sessions (a `duckdb` server, or a file server that DuckDB reads) ar
 `_MEMORY_LIMIT` of memory (default 1GB, DuckDB's own default is 80 % of the host's, per session:
 one per object checked in parallel), spilling to a folder of the engine's own below `_TEMP_DIRECTORY`
 (default: a `dq_contracts_spill` folder in the system's temp folder), removed when the engine is
-disposed (dialect_duckdb.SpillFolder: concurrent runs never share spill files), with `_THREADS` threads (default DuckDB's: every core). They
+disposed (dialect_duckdb.SpillFolder: concurrent runs never share spill files), at most
+`_MAX_TEMP_DIRECTORY_SIZE` of it (default 4GB, DuckDB's own is 90 % of the free disk), with `_THREADS` threads (default DuckDB's: every core). They
 install and load no extension, and a warehouse file that defines macros (or types named like
 built-in ones) is refused: its objects would change what the checks' SQL means. A PostgreSQL
 database holding a cast its owner wrote a function for is refused for the same reason (a cast is
@@ -41,6 +43,7 @@ from dq_contracts.engine.dialects import dialect_of, read_only_refusal
 from dq_contracts.engine.sessions import CREDENTIALS_READ_ONLY
 from dq_contracts.odcs.servers import (Handling, is_file_server, local, same_type, schema_of_server, server_type,
                                       server_type_of_dialect)
+from dq_contracts.odcs.project_files import hidden_below, project_root
 from dq_contracts.odcs.declaration import (ServerDeclaration, chosen_name_refusals, declaration_of, declared_names,
                                    default_root, endpoint_disagreements, env_prefix, inside,
                                    is_regular, is_remote, local_path, location_refusal, real_roots, server_name)
@@ -63,7 +66,8 @@ class Connection:
 def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None = None,
                    folder: str | None = None, root: str | None = None) -> Connection:
     """The connection for one ODCS server; `folder` is the contract file's folder, `root` the
-    default root of what was loaded (declaration.root_of_loaded; default: the parent of `folder`).
+    default root of what was loaded (declaration.root_of_loaded; default: the parent of `folder`, or
+    `folder` itself when it is a project: project_files.project_root).
 
     The operator's declaration is checked again here (the files may have changed since loading):
     a DuckDB database or a file server's files must still be regular files inside the roots."""
@@ -74,8 +78,8 @@ def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None 
     # init --schema: `schema`, whatever the type; else the operator's (`_SCHEMA`, its URL's)
     schema = schema_of_server(server) or server.get("schema") or next(iter(declared_names(declaration)["schema"]),
                                                                        None)
-    if root is None and folder:
-        root = os.path.dirname(os.path.abspath(folder))
+    if root is None and folder:  # the project that holds the folder, or the folder that is one
+        root = project_root(os.path.abspath(folder))
     root = default_root(declaration, root, environ)
     if declaration.type and kind and not same_type(kind, declaration.type):
         raise EndpointError(f"server {name!r}: the contract says type {kind!r}, the operator declared "
@@ -204,7 +208,7 @@ def _secrets_of(password: str | None, text: str) -> tuple[str, ...]:
 
 
 def _hidden(location: str, roots: tuple[str, ...]) -> str | None:
-    from dq_contracts.odcs.declaration import hidden_below, resolved
+    from dq_contracts.odcs.declaration import resolved
 
     real = resolved(location)
     if hidden_below(real, roots):
@@ -298,6 +302,8 @@ def engine_for(connection: Connection) -> sa.Engine:
         if connection.roots is not None and not inside(real, connection.roots):
             raise EndpointError(f"database {database} is {real}, outside the operator's roots "
                                 f"({', '.join(connection.roots)}); not opening it")
+        if connection.roots is not None and _hidden(real, connection.roots):
+            raise EndpointError(f"database {database} is {real}, a hidden file or folder; not opening it")
         if not is_regular(real):
             what = "is not a regular file" if os.path.lexists(real) else "does not exist"
             raise EndpointError(f"database {database} {what}; not opening it")

@@ -30,7 +30,14 @@ SETTINGS = (
     ("memory_limit", "memory_limit", lambda: "1GB"),
     ("temp_directory", "temp_directory", lambda: os.path.join(tempfile.gettempdir(), "dq_contracts_spill")),
     ("threads", "threads", lambda: None),
+    # the spill's bound on disk (DuckDB's own default: 90 % of the free disk), so that one rule
+    # cannot fill the disk the host and other runs need; a statement that would spill past it fails
+    ("max_temp_directory_size", "max_temp_directory_size", lambda: MAX_SPILL),
 )
+MAX_SPILL = "4GB"
+# taken at open, DuckDB 1.5 shows max_temp_directory_size but spilled past it (hundreds of MB under
+# a bound of 8MB, measured); SET once the session is open, it holds: so these are SET in `confine`
+SET_WHEN_OPEN = {"max_temp_directory_size": sa.text("SET max_temp_directory_size = :value")}
 # set when a DuckDB database opens, before anything is read: no extension is installed or loaded
 # because of what a contract (or a warehouse file's views) call
 NO_EXTENSIONS = (("autoinstall_known_extensions", False), ("autoload_known_extensions", False),
@@ -42,7 +49,8 @@ READERS = {"csv": "read_csv", "parquet": "read_parquet", "json": "read_json"}
 def options(connection: Any) -> dict[str, Any]:
     # set when the database opens: no statement, and nothing a contract's SQL could change; a
     # database is opened read-only (a file server's :memory: holds nothing to write)
-    connect_args: dict[str, Any] = {"config": {**dict(NO_EXTENSIONS), **dict(connection.duckdb)}}
+    at_open = {name: value for name, value in connection.duckdb if name not in SET_WHEN_OPEN}
+    connect_args: dict[str, Any] = {"config": {**dict(NO_EXTENSIONS), **at_open}}
     if connection.files is None:
         connect_args["read_only"] = True
     return {"connect_args": connect_args}
@@ -107,6 +115,8 @@ def prepare(engine: sa.Engine, connection: Any) -> None:
     allowed_files = connection.files.allowed_files() if connection.files is not None else []
     root = dict(connection.duckdb).get("temp_directory")
     spill = SpillFolder(root) if root else None
+    when_open = [_value_setting(name, value, engine.dialect) for name, value in connection.duckdb
+                 if name in SET_WHEN_OPEN]
 
     @sa.event.listens_for(engine, "do_connect")
     def wait_for_writer(dialect, _record, cargs, cparams):
@@ -128,6 +138,8 @@ def prepare(engine: sa.Engine, connection: Any) -> None:
             dbapi_connection.execute(_paths_setting("allowed_directories", allowed, engine.dialect))
         if allowed_files:
             dbapi_connection.execute(_paths_setting("allowed_paths", allowed_files, engine.dialect))
+        for statement in when_open:
+            dbapi_connection.execute(statement)
         dbapi_connection.execute("SET TimeZone = 'UTC'")  # timestamps compared in UTC, whatever the host's
         dbapi_connection.execute("SET enable_external_access = false")
         dbapi_connection.execute("SET lock_configuration = true")
@@ -145,6 +157,12 @@ _SETTINGS_OF_PATHS = {"allowed_directories": sa.text("SET allowed_directories = 
 def _paths_setting(name: str, paths: list[str], dialect: Any) -> str:
     """`SET <name> = ARRAY['…', …]`, the paths quoted by SQLAlchemy's literal rendering."""
     statement = _SETTINGS_OF_PATHS[name].bindparams(sa.bindparam("paths", list(paths), type_=sa.ARRAY(sa.String)))
+    return str(statement.compile(dialect=dialect, compile_kwargs={"literal_binds": True}))
+
+
+def _value_setting(name: str, value: str, dialect: Any) -> str:
+    """`SET <name> = '<value>'` for a setting of SET_WHEN_OPEN, the value quoted by SQLAlchemy."""
+    statement = SET_WHEN_OPEN[name].bindparams(sa.bindparam("value", str(value), sa.String))
     return str(statement.compile(dialect=dialect, compile_kwargs={"literal_binds": True}))
 
 

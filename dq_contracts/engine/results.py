@@ -199,11 +199,31 @@ def touches_classified(contract: ContractPlan, obj: ObjectPlan, check: CheckPlan
 
 
 
+# A bound of the session the database stopped a statement at: (the driver's exception class, words
+# of the database's own message naming the bound, what is said instead). Said in our words alone,
+# so a rule that spills too much is told why even where the database's message is withheld.
+SESSION_LIMITS: tuple[tuple[str, str, str], ...] = (
+    ("OutOfMemoryException", "'max_temp_directory_size'",
+     "the statement would spill more to disk than a check session may (DuckDB's max_temp_directory_size: the "
+     "operator's DQ_CONTRACTS_<SERVER>_MAX_TEMP_DIRECTORY_SIZE, default 4GB), and was stopped"),
+)
+
+
+def session_limit(exc: BaseException) -> str | None:
+    """What SESSION_LIMITS says of `exc`, or None."""
+    orig = getattr(exc, "orig", None) or exc
+    return next((said for cls, words, said in SESSION_LIMITS
+                 if type(orig).__name__ == cls and words in str(orig)), None)
+
+
 def error_of(exc: BaseException, clause: str, why: str | None, secrets: Iterable[str] = ()) -> str:
     """What a person may read of an error: no credential, and, where `why` says a classified value
     may be among what the database quotes, nothing of its message (`withheld`)."""
     if isinstance(exc, OWN_MESSAGES):
         return scrub(str(exc), secrets)
+    limit = session_limit(exc)
+    if limit is not None:
+        return limit
     if why is not None:
         return withheld(exc, clause, why)
     return scrub(f"{type(exc).__name__}: {exc}", secrets)

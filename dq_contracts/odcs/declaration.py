@@ -13,7 +13,9 @@ anything connects) and again when a connection is made:
   loaded), of the declared `_TYPE`, at the declared endpoint;
 * a DuckDB `database` or a file server's `path` must resolve (`~`, `..`, symlinks) inside the
   server's roots (`_ROOTS`; default: the folder that holds the contracts folder being loaded, so
-  `contracts/x.yaml` may open `../demo_data/warehouse.duckdb`), and only regular files are opened;
+  `contracts/x.yaml` may open `../demo_data/warehouse.duckdb`; never above the project:
+  project_files.project_root), and only regular files are opened, never a hidden one, nor under the
+  default root one named as credentials are (project_files.CREDENTIAL_NAMES);
 * a remote location (`md:`, `s3://`, `https://`, any `scheme:`) only under a prefix in `_REMOTE`
   (none by default), by whole path segments (chosen_names.under_prefix);
 * the server's schema, catalog and namespace: the operator's where it declared one, else never a
@@ -38,6 +40,7 @@ from typing import Any, Mapping
 from dq_contracts.odcs.chosen_names import name_refusals, plain, remote_unsafe, under_prefix, url_names
 from dq_contracts.odcs.servers import (ENDPOINT, FORMAT_EXTENSIONS, is_file_server, lake_format, lake_location, local,
                                       same_type, schema_of_server, server_type)
+from dq_contracts.odcs.project_files import credential_below, hidden_below, project_root
 from dq_contracts.odcs.url_secrets import endpoint as url_endpoint, maskable, query_of, url_secrets
 
 # (field, the variable's suffix, how a list is split: None for one value)
@@ -54,6 +57,7 @@ FIELDS: tuple[tuple[str, str, str | None], ...] = (
     ("memory_limit", "MEMORY_LIMIT", None),
     ("temp_directory", "TEMP_DIRECTORY", None),
     ("threads", "THREADS", None),
+    ("max_temp_directory_size", "MAX_TEMP_DIRECTORY_SIZE", None),
     ("roots", "ROOTS", os.pathsep),
     ("remote", "REMOTE", ","),
     ("contracts", "CONTRACTS", os.pathsep),
@@ -91,6 +95,7 @@ class ServerDeclaration:
     memory_limit: str | None = None
     temp_directory: str | None = None
     threads: str | None = None
+    max_temp_directory_size: str | None = None  # DuckDB's bound on a session's spill (default 4GB)
     roots: tuple[str, ...] = ()
     remote: tuple[str, ...] = ()
     contracts: tuple[str, ...] = ()
@@ -176,11 +181,11 @@ def is_remote(location: str) -> bool:
 
 
 def root_of_loaded(path: str | os.PathLike[str]) -> str:
-    """The default root of what is loaded from `path`: the folder that holds the contracts folder
-    (for `contracts/` or `contracts/x.yaml`, the project)."""
+    """The default root of what is loaded from `path`: the project that holds the contracts folder
+    (for `contracts/` or `contracts/x.yaml`, the project; for `.` run in a project, that project,
+    never its parent: project_files.project_root)."""
     path = os.path.abspath(path)
-    folder = path if os.path.isdir(path) else os.path.dirname(path)
-    return os.path.dirname(folder)
+    return project_root(path if os.path.isdir(path) else os.path.dirname(path))
 
 
 def inside(path: str, folders: tuple[str, ...]) -> bool:
@@ -217,22 +222,13 @@ def _split_glob(location: str) -> tuple[str, str]:
     return location[:cut], location[cut:]
 
 
-def hidden_below(real: str, roots: tuple[str, ...]) -> bool:
-    """Whether a path holds a hidden name (`.env`, `.git`, `.dagster`) below the root it is in:
-    such files hold a project's settings and secrets, never its data."""
-    for root in roots:
-        base = root.rstrip(os.sep)
-        if real == base or real.startswith(base + os.sep):
-            return any(part.startswith(".") for part in real[len(base):].split(os.sep) if part)
-    return False
-
-
 def location_refusal(location: str, folder: str | None, declaration: ServerDeclaration,
                      root: str | None, what: str, extensions: tuple[str, ...] = ()) -> str | None:
     """Why the operator's declaration does not let a contract open `location` (a DuckDB database,
-    a file server's path), or None. `what` names the field in the message. A file server's path
-    (`extensions`: its format's file names) never names a hidden file or folder below the roots,
-    and in the default binding (no roots declared) only files named for its format."""
+    a file server's path), or None. `what` names the field in the message. A location never names a
+    hidden file or folder below the roots; in the default binding (no roots declared) none that
+    holds credentials (project_files.CREDENTIAL_NAMES), and a file server's path (`extensions`: its
+    format's file names) only files named for its format."""
     if location == "" or location.startswith(":memory:"):  # DuckDB's in-memory databases, named or not
         return None
     if is_remote(location):
@@ -253,9 +249,14 @@ def location_refusal(location: str, folder: str | None, declaration: ServerDecla
     if not roots or not inside(real.rstrip(os.sep), roots):
         return (f"{what} {location!r} resolves to {real}, outside the folders the operator lets server "
                 f"{declaration.name!r} open ({', '.join(roots) or 'none'}; set {env_prefix(declaration.name)}_ROOTS)")
-    if extensions and hidden_below(real, roots):
+    if hidden_below(real, roots):
         return (f"{what} {location!r} names a hidden file or folder ({real}): a project's hidden files hold "
                 "its settings and secrets, never a table")
+    credential = None if declaration.roots else credential_below(real, roots)
+    if credential:
+        return (f"{what} {location!r} names {credential!r} ({real}), a name that holds credentials, never a "
+                f"table: with no roots declared it is not opened (or set {env_prefix(declaration.name)}_ROOTS to "
+                "the folder of its files)")
     if extensions and not declaration.roots and not real.lower().endswith(extensions):
         return (f"{what} {location!r} is not named as a {'/'.join(extensions)} file: with no roots declared, a "
                 f"file server reads only files named for its format (or set {env_prefix(declaration.name)}_ROOTS "
@@ -268,11 +269,13 @@ def regular_files(pattern: str, roots: tuple[str, ...], extensions: tuple[str, .
     """The regular files a local glob matches inside `roots`, as real paths: a FIFO, a device, a
     socket or a folder is left out (os.stat, never open: open blocks on a FIFO). For a file server
     (`extensions`: its format's file names) so is a hidden file, and unless `any_name` (the operator
-    declared the roots) a file not named for the format."""
+    declared the roots) a file not named for the format, and one named as credentials are."""
     found = []
     for match in sorted(globbing.glob(pattern, recursive=True)):
         real = os.path.realpath(match)
         if extensions and (hidden_below(real, roots) or not (any_name or real.lower().endswith(extensions))):
+            continue
+        if not any_name and credential_below(real, roots):  # the default root: no credential is a table
             continue
         if inside(real, roots) and is_regular(real):
             found.append(real)

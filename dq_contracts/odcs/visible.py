@@ -8,7 +8,7 @@ from __future__ import annotations
 import bisect
 import re
 import unicodedata
-from typing import Any
+from typing import Any, Iterable
 
 # The characters that hide or reorder text: controls, format characters (bidirectional overrides,
 # zero-width spaces and joiners), private-use, surrogates, unassigned, line and paragraph separators
@@ -96,7 +96,14 @@ def uncommanded(text: str) -> str:
 
 
 def say(*parts: object, file=None) -> None:
-    """print, with what hides or reorders text escaped, and no text of a contract (a name holding a
-    newline, a file name) read by a CI runner as a command: every line the commands write passes
-    here (JSON is written with ASCII escapes already)."""
-    print(*(uncommanded(visible(p)) for p in parts), file=file)
+    """print one line: each part on one line (`one_line`: a contract's id, version, name or file
+    holding a line break cannot add a line of its own, such as a forged summary), with what hides or
+    reorders text escaped, and no text of a contract read by a CI runner as a command. Every line the
+    commands write passes here; a text of several lines goes through `say_lines`."""
+    print(*(uncommanded(one_line(p)) for p in parts), file=file)
+
+
+def say_lines(lines: Iterable[object], file=None) -> None:
+    """`say` each of `lines` (a report, a plan, indented JSON: their own lines, and no others)."""
+    for line in lines:
+        say(line, file=file)

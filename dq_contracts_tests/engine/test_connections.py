@@ -53,18 +53,20 @@ def test_duckdb_engine_is_read_only(tmp_path):
 
 
 DUCKDB_BOUNDS = [
-    # (the operator's variables, memory_limit DuckDB reports, threads it reports or None for its default)
-    ({}, "953.6 MiB", None),
-    ({"DQ_CONTRACTS_LOCAL_MEMORY_LIMIT": "256MB", "DQ_CONTRACTS_LOCAL_THREADS": "1"}, "244.1 MiB", 1),
+    # (the operator's variables, memory_limit DuckDB reports, threads it reports or None for its default,
+    # max_temp_directory_size it reports: 4GB by default, not DuckDB's 90 % of the free disk)
+    ({}, "953.6 MiB", None, "3.7 GiB"),
+    ({"DQ_CONTRACTS_LOCAL_MEMORY_LIMIT": "256MB", "DQ_CONTRACTS_LOCAL_THREADS": "1"}, "244.1 MiB", 1, "3.7 GiB"),
+    ({"DQ_CONTRACTS_LOCAL_MAX_TEMP_DIRECTORY_SIZE": "100MB"}, "953.6 MiB", None, "95.3 MiB"),
 ]
 
 
-@pytest.mark.parametrize("environ,memory,threads", DUCKDB_BOUNDS)
+@pytest.mark.parametrize("environ,memory,threads,spill_bound", DUCKDB_BOUNDS)
 @pytest.mark.parametrize("server", [
     {"server": "local", "type": "duckdb", "database": "wh.duckdb"},
     {"server": "local", "type": "local", "format": "csv", "path": "data/*.csv"},
 ])
-def test_duckdb_check_sessions_are_bounded(tmp_path, server, environ, memory, threads):
+def test_duckdb_check_sessions_are_bounded(tmp_path, server, environ, memory, threads, spill_bound):
     """A check session has a memory limit and a spill folder of its own (DuckDB's default would be
     80 % of the host's memory per session), whatever the contract's SQL says afterwards."""
     if server["type"] == "duckdb":
@@ -74,14 +76,58 @@ def test_duckdb_check_sessions_are_bounded(tmp_path, server, environ, memory, th
                                        str(tmp_path)))
     with engine.connect() as c:
         got = c.exec_driver_sql("SELECT current_setting('memory_limit'), current_setting('temp_directory'), "
-                                "current_setting('threads')").one()
-        with pytest.raises(Exception, match="locked"):
-            c.exec_driver_sql("SET memory_limit = '100GB'")
+                                "current_setting('threads'), current_setting('max_temp_directory_size')").one()
+        for setting in ("memory_limit", "max_temp_directory_size"):
+            with pytest.raises(Exception, match="locked"):
+                c.exec_driver_sql(f"SET {setting} = '100GB'")
+            c.rollback()
     engine.dispose()
     # the engine's own folder below the operator's (made by DuckDB when it spills; test_concurrent_runs_spill_apart)
     assert got[0] == memory and os.path.dirname(got[1]) == str(spill) and os.path.basename(got[1]).startswith("run-")
     if threads is not None:
         assert got[2] == threads
+    assert got[3] == spill_bound
+
+
+SPILL_RULE = """\
+apiVersion: v3.1.0
+kind: DataContract
+id: urn:test:spill
+version: 1.0.0
+status: active
+servers: [{server: local, type: duckdb, database: ../w.duckdb}]
+schema:
+  - name: t
+    properties: [{name: i, logicalType: integer}, {name: s, logicalType: string}]
+    quality:
+      - type: sql
+        query: "SELECT COUNT(*) FROM (SELECT a.s AS x, b.s AS y FROM {object} AS a CROSS JOIN {object} AS b
+          WHERE b.i < 20 ORDER BY x, y) AS sorted"
+        mustBeGreaterThan: 0
+"""
+
+# (the operator's spill bound, what the rule's line of `check` says): 8,000,000 sorted pairs of
+# 32-character keys under a memory limit of 40MB spill hundreds of MB
+SPILL_BOUNDS = [
+    ("8MB", "error   could not be evaluated: the statement would spill more to disk than a check session may"),
+    ("16MB", "error   could not be evaluated: the statement would spill more to disk than a check session may"),
+]
+
+
+@pytest.mark.parametrize("bound, said", SPILL_BOUNDS, ids=[b for b, _ in SPILL_BOUNDS])
+def test_a_rule_that_would_spill_past_the_bound_fails_and_says_why(tmp_path, bound, said):
+    duckdb_with(tmp_path / "w.duckdb", "CREATE TABLE t AS SELECT i, md5(i::varchar) AS s FROM range(400000) r(i)")
+    (tmp_path / "contracts").mkdir()
+    (tmp_path / "contracts" / "c.odcs.yaml").write_text(SPILL_RULE)
+    spill = tmp_path / "spill"
+    environ = {**os.environ, "DQ_CONTRACTS_LOCAL_MEMORY_LIMIT": "40MB", "DQ_CONTRACTS_LOCAL_THREADS": "1",
+               "DQ_CONTRACTS_LOCAL_TEMP_DIRECTORY": str(spill), "DQ_CONTRACTS_LOCAL_MAX_TEMP_DIRECTORY_SIZE": bound}
+    run = subprocess.run([sys.executable, "-m", "dq_contracts.cli", "check", "contracts"], cwd=tmp_path,
+                         env=environ, capture_output=True, text=True, timeout=300)
+    line = next(line for line in run.stdout.splitlines() if "sql" in line and "t " in line)
+    assert said in line, run.stdout + run.stderr
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert os.listdir(spill) == []  # the run's spill folder is gone with it
 
 
 SPILLING = """\
