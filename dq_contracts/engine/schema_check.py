@@ -164,15 +164,21 @@ DESCRIBE_FILES = {fmt: sa.text(f"DESCRIBE SELECT * FROM {reader}(:path)") for fm
 def read_files(checked: CheckedObject, connection: sa.Connection) -> dict[str, dict[str, Any]]:
     """The columns DuckDB's reader finds in the object's files, typed as DuckDB names them."""
     path = checked.files.path_of(checked.obj.physical_name)
+    read_as = getattr(checked.files, "read_as_of", lambda name: {})(checked.obj.physical_name)
     try:
-        rows = connection.execute(DESCRIBE_FILES[checked.files.format], {"path": path}).fetchall()
+        # the reader's guesses, described when the files were read as declared (engine/file_types.py)
+        rows = list(getattr(checked.files, "guessed", ())) if read_as else \
+            connection.execute(DESCRIBE_FILES[checked.files.format], {"path": path}).fetchall()
     except sa.exc.DBAPIError as exc:
         # the reader's message may quote a line of the file: not where a column is classified
         said = (f"{type(exc.orig).__name__} (its message is withheld: the table has a classified column)"
                 if checked.obj.has_classified else str(exc.orig).splitlines()[0])
         raise MissingTable(f"the files {path} cannot be read as {checked.files.format}: {said}") from exc
-    # files declare no nullability: nothing to say about `required` here
-    return {str(name).lower(): {"name": name, "type_text": str(type_text), "resolved": str(type_text), "nullable": None}
+    # files declare no nullability: nothing to say about `required` here. A column DuckDB only guessed
+    # is of the type it is read as (a CSV's DATE declared a string is its text: VARCHAR)
+    return {str(name).lower(): {"name": name, "type_text": read_as.get(str(name), str(type_text)),
+                                "resolved": read_as.get(str(name), str(type_text)), "nullable": None,
+                                **({"guessed": str(type_text)} if str(name) in read_as else {})}
             for name, type_text, *_ in rows}
 
 
