@@ -154,6 +154,10 @@ def utc_text(value: Any) -> str:
 def _range(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
     p, col = check.params, _column(check, checked)
     bound = _typed_bound(check, p["bound"])
+    zoned = dialect_of(checked.dialect).zoned_time
+    if p.get("logical_type") == "time" and zoned is not None:  # a TIMETZ column, or a bound's offset
+        text = str(p["bound"]).removesuffix("Z") + ("+00:00" if str(p["bound"]).endswith("Z") else "")
+        col, bound = sa.cast(col, zoned), sa.cast(sa.bindparam(None, text, type_=sa.String), zoned)
     if p["lower"]:
         outside = col <= bound if p["strict"] else col < bound
     else:
