@@ -89,12 +89,22 @@ def leaf_is_text(check: CheckPlan) -> bool:
 @dataclass(frozen=True)
 class JsonAccess:
     """How a dialect addresses values inside a JSON column (a dialect row's `json`): they have no
-    declared inner types, so a leaf is read as text and cast to its declared logicalType."""
+    declared inner types, so a leaf is read as text and cast to its declared logicalType. A leaf
+    declared a number or a boolean is read only from a JSON value of that type (`kinds`), as an exact
+    number (`exact`; an integer's fraction tested, never rounded: 999.6 is no integer), and one of
+    another type (`"abc"`, an object) is malformed: an offending value for every clause that judges
+    values (check_kinds._offending), never an error of the whole check."""
 
     types: tuple[str, ...]  # the column types (physicalType, lower case) read as JSON
     member: Callable[[ColumnElement, str], ColumnElement]  # a member, still JSON: `value -> 'key'`
     text: Callable[[ColumnElement], ColumnElement]  # a JSON value as text: `value #>> '{}'`
     elements: Callable[[ColumnElement], ColumnElement]  # an array's elements, one row each, in a SELECT list
+    kind: Callable[[ColumnElement], ColumnElement]  # a JSON value's own type (`jsonb_typeof`, `json_type`)
+    array: str  # `kind` of an array: anything else in an array column is one malformed item
+    kinds: dict[str, tuple[str, ...]]  # logicalType -> the JSON types (`kind`) a leaf of it is read from
+    # logicalType -> its value read from the text of a JSON value of its type; NULL (malformed) for a
+    # number with a fraction declared an integer, or an integer beyond the engine's integers
+    exact: dict[str, Callable[[ColumnElement], ColumnElement]]
 
 
 def _pg_member(expression: ColumnElement, key: str) -> ColumnElement:
@@ -106,8 +116,30 @@ def _pg_text(expression: ColumnElement) -> ColumnElement:
     return expression.op("#>>", return_type=sa.Text)(sa.literal([], type_=ARRAY(sa.Text)))
 
 
-POSTGRES_JSON = JsonAccess(types=("json", "jsonb"), member=_pg_member, text=_pg_text,
-                           elements=lambda value: sa.func.jsonb_array_elements(sa.cast(value, JSONB)))
+def _pg_kind(value: ColumnElement) -> ColumnElement:
+    return sa.func.jsonb_typeof(sa.cast(value, JSONB))  # a `json` column's member is json: as jsonb
+
+
+def _pg_elements(value: ColumnElement) -> ColumnElement:
+    # anything but an array (an object, a scalar) is one item, malformed: counted, never an error
+    return sa.func.jsonb_array_elements(sa.case((_pg_kind(value) == "array", sa.cast(value, JSONB)),
+                                                (_pg_kind(value) != "null", sa.func.jsonb_build_array(value))))
+
+
+def _integral(number: ColumnElement, most: int, integer: Callable[[ColumnElement], ColumnElement]) -> ColumnElement:
+    """An exact number as an integer when it has no fraction and fits (|n| <= most), else NULL: tested,
+    never rounded (CAST(999.6 AS INTEGER) is 1000)."""
+    return sa.case((sa.and_(sa.func.trunc(number) == number, sa.func.abs(number) <= most), integer(number)))
+
+
+_BIGINT_MOST = 2**63 - 1
+POSTGRES_JSON = JsonAccess(types=("json", "jsonb"), member=_pg_member, text=_pg_text, elements=_pg_elements,
+                           kind=_pg_kind, array="array",
+                           kinds={"integer": ("number",), "number": ("number",), "boolean": ("boolean",)},
+                           exact={"integer": lambda text: _integral(sa.cast(text, sa.Numeric), _BIGINT_MOST,
+                                                                    lambda n: sa.cast(n, sa.BigInteger)),
+                                  "number": lambda text: sa.cast(text, sa.Numeric),
+                                  "boolean": lambda text: sa.cast(text, sa.Boolean)})
 
 
 class _JsonList(sa.types.UserDefinedType):
@@ -119,6 +151,15 @@ class _JsonList(sa.types.UserDefinedType):
         return "JSON[]"
 
 
+class _HugeInt(sa.types.UserDefinedType):
+    """DuckDB's HUGEINT: a JSON integer read exactly, as a Python int (a DECIMAL would be a float)."""
+
+    cache_ok = True
+
+    def get_col_spec(self, **kw: Any) -> str:
+        return "HUGEINT"
+
+
 def _duckdb_member(expression: ColumnElement, key: str) -> ColumnElement:
     # a JSONPath of one quoted key, bound as a value: a bare key such as `$y` or `/x` would be read as
     # a path of its own
@@ -128,9 +169,25 @@ def _duckdb_member(expression: ColumnElement, key: str) -> ColumnElement:
 
 # DuckDB's struct access on a JSON column gives JSON, not values: a JSON null is the text `null` and a
 # string keeps its quotes; `->> '$'` reads a JSON value as its text, a JSON null as NULL
+def _duckdb_elements(value: ColumnElement) -> ColumnElement:
+    kind = sa.func.json_type(value)
+    return sa.sql.functions.Function("unnest", sa.case((kind == "ARRAY", sa.cast(value, _JsonList())),
+                                                       (kind != "NULL", sa.func.list_value(value))))
+
+
+_DUCKDB_NUMBERS = ("BIGINT", "UBIGINT", "DOUBLE", "HUGEINT", "UHUGEINT")
 DUCKDB_JSON = JsonAccess(types=("json",), member=_duckdb_member,
                          text=lambda value: value.op("->>", return_type=sa.Text)(sa.literal("$", type_=sa.Text)),
-                         elements=lambda value: sa.sql.functions.Function("unnest", sa.cast(value, _JsonList())))
+                         elements=_duckdb_elements, kind=sa.func.json_type, array="ARRAY",
+                         kinds={"integer": _DUCKDB_NUMBERS, "number": _DUCKDB_NUMBERS, "boolean": ("BOOLEAN",)},
+                         # an integer exactly, through DECIMAL(38,0) (tested as a double, then read from
+                         # its text), a number as a double (DuckDB's bare DECIMAL is DECIMAL(18,3): it
+                         # would round 1.2345)
+                         exact={"integer": lambda text: _integral(
+                                    sa.cast(text, sa.Double), 10**38 - 1,
+                                    lambda n: sa.cast(sa.cast(text, sa.Numeric(38, 0)), _HugeInt())),
+                                "number": lambda text: sa.cast(text, sa.Double),
+                                "boolean": lambda text: sa.cast(text, sa.Boolean)})
 
 
 def _json(check: CheckPlan, row: Any) -> JsonAccess | None:
@@ -140,10 +197,45 @@ def _json(check: CheckPlan, row: Any) -> JsonAccess | None:
     return access if access is not None and declared in access.types else None
 
 
+def _logical(check: CheckPlan) -> str:
+    return str((check.params.get("leaf_type") or [None])[0] or "").lower()
+
+
 def _json_leaf(check: CheckPlan, expression: ColumnElement, access: JsonAccess) -> ColumnElement:
+    """The leaf's value: text, or cast to its declared type; a number or a boolean only from a JSON
+    value of its type (an integer's with no fraction), else NULL, which `_json_malformed` tells apart."""
     typed = leaf_type(check)
     text = access.text(expression)
+    logical = _logical(check)
+    if logical in access.exact:
+        # a CASE, not an AND: the engine may evaluate an AND's sides in any order, and the text of a
+        # JSON string cast as a number is an error
+        return sa.case((access.kind(expression).in_(access.kinds[logical]), access.exact[logical](text)))
     return sa.cast(text, typed) if typed is not None and not isinstance(typed, sa.String) else text
+
+
+def _json_malformed(check: CheckPlan, expression: ColumnElement, access: JsonAccess) -> ColumnElement | None:
+    """A JSON leaf that is there but not of its declared number or boolean type; None where any is."""
+    if _logical(check) not in access.exact:
+        return None
+    return sa.and_(access.text(expression).is_not(None), _json_leaf(check, expression, access).is_(None))
+
+
+# the items' table's column saying an item is malformed (items_view): not of its declared type, or the
+# "array" was not an array
+MALFORMED = "dq_malformed"
+
+
+def malformed(check: CheckPlan, table: Any, row: Any) -> ColumnElement | None:
+    """The condition a value is there but malformed (a JSON leaf not of its declared type; an item of
+    an "array" that was not one); None where no value can be."""
+    flags = [table.c[MALFORMED]] if MALFORMED in table.c else []
+    access = _json(check, row)
+    if access is not None and path_of(check):
+        expression = value(check, table, row, leaf=False)
+        leaf = _json_malformed(check, expression, access)
+        flags += [] if leaf is None else [sa.and_(parents_present(check, table, row), leaf)]
+    return sa.or_(*flags) if flags else None
 
 
 class NotAddressable(Exception):
@@ -186,8 +278,11 @@ def parents_present(check: CheckPlan, table: Any, row: Any) -> ColumnElement:
 
 
 def is_null(check: CheckPlan, table: Any, row: Any) -> ColumnElement:
-    """The leaf is NULL (itself, not each of its fields: a composite leaf too) under structs that are there."""
-    return sa.and_(parents_present(check, table, row), value(check, table, row).is_not_distinct_from(None))
+    """The leaf is NULL (itself, not each of its fields: a composite leaf too) under structs that are there;
+    a JSON leaf's text, so that a malformed member (`"abc"` declared an integer) is there, not NULL."""
+    access = _json(check, row)
+    leaf = access.text(value(check, table, row, leaf=False)) if access is not None else value(check, table, row)
+    return sa.and_(parents_present(check, table, row), leaf.is_not_distinct_from(None))
 
 
 def items_view(check: CheckPlan, checked: Any, row: Any) -> tuple[CheckPlan, Any]:
@@ -202,11 +297,16 @@ def items_view(check: CheckPlan, checked: Any, row: Any) -> tuple[CheckPlan, Any
     unnest = access.elements if access is not None else row.unnest
     if unnest is None:
         raise NotAddressable(f"the {row.name or 'generic'} engine here unnests no array")
-    items = sa.select(unnest(array).label(column)).select_from(checked.table).subquery("items")
+    # a JSON "array" that is not one is one item, malformed (JsonAccess.elements)
+    wrapped = [] if access is None else [(access.kind(array) != access.array).label(MALFORMED)]
+    items = sa.select(unnest(array).label(column), *wrapped).select_from(checked.table).subquery("items")
     rest = steps[at + 1:]
     inner = replace(check, params=replace(check.params, path=rest or None))
     if access is not None and not rest:  # each item a JSON scalar: the table of its values, cast
-        items = sa.select(_json_leaf(check, items.c[column], access).label(column)).subquery("item_values")
+        bad = _json_malformed(check, items.c[column], access)
+        items = sa.select(_json_leaf(check, items.c[column], access).label(column),
+                          (items.c[MALFORMED] if bad is None else sa.or_(items.c[MALFORMED], bad)).label(MALFORMED)
+                          ).subquery("item_values")
     return inner, replace(checked, table=items)
 
 
