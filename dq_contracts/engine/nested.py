@@ -408,6 +408,8 @@ def _logical_mismatch(logical: Any, observed: tuple[str, Any]) -> str | None:
     name = str(inner).lower()
     if logical == "time" and "timestamp" in name:
         return "of logicalType time"
+    if logical == "integer" and re.fullmatch(r"(decimal|numeric)\s*\(\s*\d+\s*,\s*0\s*\)", name):
+        return None  # a decimal of scale 0 holds integers alone, as a column's (schema_check.whole_decimal)
     return None if any(w in name for w in words) else f"of logicalType {logical}"
 
 
@@ -415,8 +417,14 @@ def _logical_mismatch(logical: Any, observed: tuple[str, Any]) -> str | None:
 UNTYPED_NESTED = ("json", "jsonb", "variant", "object", "map", "super")
 
 
+# (connection, the type as the catalog spells it, a declared physicalType) -> whether they are one type
+# (schema_check.is_declared_type: the engine's own names where it resolves them, else the spelling)
+IsDeclared = Callable[[sa.Connection, str, str], bool]
+
+
 def nested_differences(column: dict[str, Any], found: dict[str, Any], checked: Any, connection: sa.Connection,
-                       parts: tuple[list[str], str]) -> tuple[list[str], list[str]]:
+                       parts: tuple[list[str], str], is_declared: IsDeclared | None = None
+                       ) -> tuple[list[str], list[str]]:
     """(differences, notes) of a declared nested column (`properties` of an object, `items` of an
     array, at any depth) against the type the engine's catalog spells for it: each difference a
     sentence naming the path (`address.city is not of logicalType integer`); a note where the
@@ -431,7 +439,11 @@ def nested_differences(column: dict[str, Any], found: dict[str, Any], checked: A
     if observed[0] == "scalar" and any(w in str(observed[1]).lower() for w in UNTYPED_NESTED):
         return [], [f"{column['name']}: {observed[1]} holds no declared inner types, so its nested schema is not "
                     "compared (its values are still checked through paths)"]
-    return _compare(declared, observed, str(declared.get("name") or column["name"])), []
+    notes: list[str] = []
+    compared = _compare(declared, observed, str(declared.get("name") or column["name"]),
+                        lambda observed_text, physical: is_declared is None or is_declared(connection, observed_text,
+                                                                                          physical), notes, top=True)
+    return compared, notes
 
 
 def observed_shape(checked: Any, connection: sa.Connection, name: str, found: dict[str, Any],
@@ -489,12 +501,22 @@ CATALOG_SHAPES: dict[str, Callable[[sa.Connection, tuple[list[str], str], str], 
     "postgresql": _postgres_shape}
 
 
-def _compare(prop: dict[str, Any], observed: tuple[str, Any], label: str) -> list[str]:
+def _compare(prop: dict[str, Any], observed: tuple[str, Any], label: str, same: Callable[[str, str], bool],
+             notes: list[str], top: bool = False) -> list[str]:
+    """The differences of a declared nested property from its observed type; `same(observed, physical)`
+    judges a field's declared physicalType against a scalar it finds, and a physicalType of a struct or
+    an array (whose spelling differs per engine) is noted as not compared."""
     found: list[str] = []
     shape, inner = observed
     wrong = _logical_mismatch(prop.get("logicalType"), observed)
     if wrong:
         return [f"{label}: is not {wrong} ({_spelled(observed)})"]  # named as a column's mismatch is
+    physical = None if top else prop.get("physicalType")  # the column's own: compared as a column's
+    if physical and shape == "scalar" and not same(str(inner), str(physical)):
+        return [f"{label}: declared {physical}, found {inner}"]
+    if physical and shape != "scalar":
+        notes.append(f"{label}: physicalType {physical} of a {shape} is not compared (its logicalType and "
+                     "fields are)")
     if isinstance(prop.get("properties"), list) and shape == "struct":
         for field in prop["properties"]:
             if not isinstance(field, dict):
@@ -504,9 +526,9 @@ def _compare(prop: dict[str, Any], observed: tuple[str, Any], label: str) -> lis
             if name.lower() not in inner:
                 found.append(f"{here}: missing")
             else:
-                found += _compare(field, inner[name.lower()], here)
+                found += _compare(field, inner[name.lower()], here, same, notes)
     if isinstance(prop.get("items"), dict) and shape == "array":
-        found += _compare(prop["items"], inner, f"{label}[]")
+        found += _compare(prop["items"], inner, f"{label}[]", same, notes)
     return found
 
 

@@ -140,13 +140,20 @@ def is_declared_type(connection: sa.Connection, observed: str, declared: str) ->
     return not type_differs(connection, found, declared, resolve_type(connection, declared))
 
 
+def whole_decimal(type_text: str) -> bool:
+    """A decimal of scale 0 (`numeric(10,0)`, `DECIMAL(38,0)`): it holds integers alone, so it is of
+    logicalType integer too (a bare `numeric`, of any scale, is not)."""
+    base, args = split_arguments(str(type_text).strip().lower())
+    return family_of(base) == "number" and bool(re.fullmatch(r"\(\d+,0\)", args))
+
+
 def logical_mismatch(logical_type: Any, type_text: str) -> bool:
     """True when the column's type is of a known family that the logical type does not allow."""
     allowed = LOGICAL_FAMILIES.get(str(logical_type or "").strip().lower())
     family = family_of(type_text)
     if allowed is None or family is None:
         return False  # an unknown logical type or an engine type of no known family: nothing to compare
-    return family not in allowed
+    return family not in allowed and not ("integer" in allowed and whole_decimal(type_text))
 
 
 def _folds_to(dialect: str, declared: str, real: str) -> bool:
@@ -242,7 +249,8 @@ def differences(check: Any, checked: CheckedObject, connection: sa.Connection) -
         elif differs := logical_mismatch(column.get("logical_type"), real_text):
             logical.append(f"{name}: declared logicalType {column['logical_type']}, found {real_text}")
         if not differs:  # a column of the wrong type is one mistake, not one more for each field inside
-            inside, unchecked = nested_differences(column, found, checked, connection, parts)  # engine/nested.py
+            inside, unchecked = nested_differences(column, found, checked, connection, parts,  # engine/nested.py
+                                                   is_declared_type)
             mismatched += inside
             notes += unchecked
         if column.get("required") and found.get("nullable"):
