@@ -50,6 +50,10 @@ class ReadFiles(Files):
     def read_as_of(self, physical_name: str) -> Mapping[str, str]:
         return self.read_as if physical_name == self.physical_name else {}
 
+    def guessed_of(self, physical_name: str) -> tuple[tuple[str, str], ...] | None:
+        """DESCRIBE's rows for the object, read once per run; None for another object's files."""
+        return self.guessed if physical_name == self.physical_name else None
+
 
 Family = Callable[[str], "str | None"]  # a type name's family (schema_check.family_of)
 

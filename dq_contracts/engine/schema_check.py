@@ -172,9 +172,10 @@ def read_files(checked: CheckedObject, connection: sa.Connection) -> dict[str, d
     """The columns DuckDB's reader finds in the object's files, typed as DuckDB names them."""
     path = checked.files.path_of(checked.obj.physical_name)
     read_as = getattr(checked.files, "read_as_of", lambda name: {})(checked.obj.physical_name)
+    # the reader's guesses, described once when the files were read as declared (engine/file_types.py)
+    guessed = getattr(checked.files, "guessed_of", lambda name: None)(checked.obj.physical_name)
     try:
-        # the reader's guesses, described when the files were read as declared (engine/file_types.py)
-        rows = list(getattr(checked.files, "guessed", ())) if read_as else \
+        rows = list(guessed) if guessed is not None else \
             connection.execute(DESCRIBE_FILES[checked.files.format], {"path": path}).fetchall()
     except sa.exc.DBAPIError as exc:
         # the reader's message may quote a line of the file: not where a column is classified
