@@ -29,7 +29,7 @@ from typing import Any, Callable, Mapping
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
-from dq_contracts.engine import dialect_duckdb, dialect_mysql, nested, spark
+from dq_contracts.engine import dialect_duckdb, dialect_mysql, nested, nested_json, spark
 from dq_contracts.engine import dialect_postgres as pg
 from dq_contracts.engine import warehouse_sql as ws
 from dq_contracts.odcs.declaration import env_prefix
@@ -193,7 +193,7 @@ class Dialect:
     # None: nested values are not addressed here (a nested clause's check says so)
     field_access: Callable[..., ColumnElement] | None
     unnest: Callable[[ColumnElement], ColumnElement] | None  # an array's items, one row each, in a SELECT list
-    json: nested.JsonAccess | None  # members of a JSON column's values (`-> 'key'`); None: not addressed
+    json: nested_json.JsonAccess | None  # members of a JSON column's values (`-> 'key'`); None: not addressed
     # statements sent with their values as literals (dialect_duckdb.literal_values), where binding
     # parameters costs the client more than rendering them (DuckDB's imports pandas)
     inline_values: bool
@@ -266,7 +266,7 @@ DIALECTS: dict[str, Dialect] = {
         catalog_columns=_postgres_catalog, resolve_types=pg.resolve_types,
         type_spellings=TYPE_SPELLINGS, measures_per_statement=1500, distinct_counts_per_statement=1500,
         key_groups=False, sample_arrays=True, checks_unvouched=False, field_access=nested.field_of,
-        unnest=_called("unnest"), json=nested.POSTGRES_JSON, inline_values=False, url_schema=_no_name,
+        unnest=_called("unnest"), json=nested_json.POSTGRES_JSON, inline_values=False, url_schema=_no_name,
         url_catalog=_no_name, with_catalog=None, zoned_time=sa.Time(timezone=True)),
     # DuckDB holds a hash table for each distinct count at once
     "duckdb": Dialect(
@@ -278,7 +278,7 @@ DIALECTS: dict[str, Dialect] = {
         type_spellings=TYPE_SPELLINGS,
         measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT, distinct_counts_per_statement=50,
         key_groups=True, why_not_read_only=None, sample_arrays=True, checks_unvouched=False,
-        field_access=nested.field_of, unnest=_called("unnest"), json=nested.DUCKDB_JSON, inline_values=True,
+        field_access=nested.field_of, unnest=_called("unnest"), json=nested_json.DUCKDB_JSON, inline_values=True,
         url_schema=_no_name, url_catalog=_no_name, with_catalog=None, zoned_time=sa.Time(timezone=True)),
     # MySQL and MariaDB (engine/dialect_mysql.py): read-only only by the operator's SELECT-only user;
     # a table holds at most 4,096 columns, so a statement of 1,000 measures is well within its limits

@@ -89,7 +89,8 @@ def read_declared(files: Any, obj: Any, connection: sa.Connection, family_of: Fa
     """`files` for `obj` as ReadFiles, its guessed columns and those read otherwise; `files` itself
     where no format of READINGS applies (parquet, a lake) or the files cannot be described (each
     check then meets that error itself)."""
-    if not isinstance(files, Files) or not any(fmt == files.format for fmt, _, _ in READINGS):
+    wanted = {declared for fmt, _, declared in READINGS if isinstance(files, Files) and fmt == files.format}
+    if not any(_declared(c, family_of) in wanted for c in obj.columns):  # parquet, a lake, no such column
         return files
     try:
         rows = connection.execute(describe_statement(READERS[files.format]),
