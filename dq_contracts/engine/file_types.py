@@ -146,16 +146,23 @@ def reader_options(fmt: str, read_as: Mapping[str, str]) -> list[ColumnElement]:
 
 def projected(files: Any, physical_name: str, reader: Any, columns: list[str], alias: str) -> Any:
     """A JSON reader's columns cast to the type they are read as, under the table's name; the reader
-    itself elsewhere. Only the columns the files hold are projected (matched in any case, as DuckDB
-    matches them): a declared column missing from them is the schema check's to report."""
+    itself elsewhere. Columns are matched in any case, as DuckDB matches them; a column the files do
+    not hold is DuckDB's `error(…)`, raised only by a statement that reads it (DuckDB prunes the
+    others), as the reader's own "does not have a column" would be."""
     read_as = files.read_as_of(physical_name) if isinstance(files, ReadFiles) else {}
     if files.format == "csv" or not read_as:
         return reader.alias(alias)
+    present = {name.lower() for name, _ in files.guessed}
     inner = reader.alias("guessed")
     read = {name.lower(): type_text for name, type_text in read_as.items()}
-    present = {name.lower() for name, _ in files.guessed}
-    return sa.select(*(sa.cast(inner.c[c], _TYPES[read[c.lower()]]).label(c) if c.lower() in read else inner.c[c]
-                       for c in columns if c.lower() in present)).subquery(alias)
+
+    def projected_column(c: str) -> ColumnElement:
+        if c.lower() not in present:
+            return sa.func.error(sa.bindparam(None, f"the files of {physical_name} have no column {c!r}",
+                                              type_=sa.String)).label(c)
+        return sa.cast(inner.c[c], _TYPES[read[c.lower()]]).label(c) if c.lower() in read else inner.c[c]
+
+    return sa.select(*(projected_column(c) for c in columns)).subquery(alias)
 
 
 def options_of(files: Any, physical_name: str) -> list[ColumnElement]:

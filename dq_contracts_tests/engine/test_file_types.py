@@ -13,7 +13,7 @@ from dq_contracts.engine.runner import run_object
 from dq_contracts.odcs.load import load_contracts
 
 CASES = yaml.safe_load((Path(__file__).parent / "cases" / "typed" / "files.yaml").read_text())
-CASE_KEYS = {"case", "format", "text", "properties", "expect", "xfail"}
+CASE_KEYS = {"case", "format", "text", "properties", "expect", "errors", "xfail"}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["case"] for c in CASES])
@@ -40,3 +40,4 @@ def test_a_guessed_column_is_read_as_declared(case, tmp_path, request):
     said = {n: (r.passed, r.observed, r.error, r.message) for n, r in results.items()}
     assert {n: [results[n].passed, results[n].observed] for n in case["expect"]} == case["expect"], said
     assert all(results[n].error is None for n in case["expect"]), said
+    assert all(text in (results[n].error or "") for n, text in (case.get("errors") or {}).items()), said
