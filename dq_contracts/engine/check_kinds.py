@@ -154,6 +154,10 @@ def utc_text(value: Any) -> str:
 def _range(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
     p, col = check.params, _column(check, checked)
     bound = _typed_bound(check, p["bound"])
+    zoned = dialect_of(checked.dialect).zoned_time
+    if p.get("logical_type") == "time" and zoned is not None:  # a TIMETZ column, or a bound's offset
+        text = str(p["bound"]).removesuffix("Z") + ("+00:00" if str(p["bound"]).endswith("Z") else "")
+        col, bound = sa.cast(col, zoned), sa.cast(sa.bindparam(None, text, type_=sa.String), zoned)
     if p["lower"]:
         outside = col <= bound if p["strict"] else col < bound
     else:
@@ -255,9 +259,22 @@ def _rows_where(violation: Callable[[CheckPlan, CheckedObject], ColumnElement]) 
     return failing_rows
 
 
+def _offending(violation: Violation) -> Violation:
+    """The violation, or a value there but malformed (a JSON member not of its declared type, an item
+    of a JSON "array" that is not one: engine/nested.py), which no clause judging values lets pass."""
+
+    def offending(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
+        bad = nested.malformed(check, checked.table, _row(checked))
+        found = violation(check, checked)
+        return found if bad is None else sa.or_(found, bad)
+
+    return offending
+
+
 def _row_level(name: str, violation: Violation, identity: tuple[str, ...], words: Words, **extra: Any) -> Kind:
     """A kind defined by the condition an offending row meets: counted in the aggregate, sampled by
     it, and listed by it."""
+    violation = _offending(violation)
 
     def measure(check: CheckPlan, checked: CheckedObject) -> tuple[str, ColumnElement]:
         key = ":".join([check.kind, nested.subject(check), *(repr(check.params.get(k)) for k in identity)])
@@ -281,12 +298,17 @@ def _nulls(check: CheckPlan, checked: CheckedObject) -> tuple[str, ColumnElement
     if check.params.get("path"):  # a field of a struct that is there
         return f"nulls:{nested.subject(check)}", _count_where(_is_null(check, checked))
     col = _column(check, checked)
+    if nested.MALFORMED in checked.table.c:  # an item not of its declared type is there, not NULL
+        return f"nulls:{check.params['column']}", _count_where(sa.and_(col.is_(None),
+                                                                       sa.not_(checked.table.c[nested.MALFORMED])))
     return f"nulls:{check.params['column']}", sa.func.count() - sa.func.count(col)
 
 
 def _is_null(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
     if check.params.get("path"):  # a NULL struct's fields are not judged: the struct's own `required` is
         return nested.is_null(check, checked.table, _row(checked))
+    if nested.MALFORMED in checked.table.c:  # an item not of its declared type is there, not NULL
+        return sa.and_(_column(check, checked).is_(None), sa.not_(checked.table.c[nested.MALFORMED]))
     return _column(check, checked).is_(None)
 
 

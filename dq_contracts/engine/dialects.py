@@ -29,7 +29,7 @@ from typing import Any, Callable, Mapping
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
-from dq_contracts.engine import dialect_duckdb, dialect_mysql, nested, spark
+from dq_contracts.engine import dialect_duckdb, dialect_mysql, nested, nested_json, spark
 from dq_contracts.engine import dialect_postgres as pg
 from dq_contracts.engine import warehouse_sql as ws
 from dq_contracts.odcs.declaration import env_prefix
@@ -193,7 +193,7 @@ class Dialect:
     # None: nested values are not addressed here (a nested clause's check says so)
     field_access: Callable[..., ColumnElement] | None
     unnest: Callable[[ColumnElement], ColumnElement] | None  # an array's items, one row each, in a SELECT list
-    json: nested.JsonAccess | None  # members of a JSON column's values (`-> 'key'`); None: not addressed
+    json: nested_json.JsonAccess | None  # members of a JSON column's values (`-> 'key'`); None: not addressed
     # statements sent with their values as literals (dialect_duckdb.literal_values), where binding
     # parameters costs the client more than rendering them (DuckDB's imports pandas)
     inline_values: bool
@@ -207,6 +207,10 @@ class Dialect:
     # (Databricks' `catalog=`): else its tables would be read in the session's default catalog, another
     # table of the same schema and name. None: the dialect's URL names no catalog
     with_catalog: Callable[[sa.URL, str], sa.URL] | None
+    # the type a time of day and a time bound both compare as (check_kinds._range): TIME WITH TIME ZONE
+    # where the engine has it, so a TIMETZ column meets a bound without an offset at UTC (as PostgreSQL
+    # casts it in a UTC session) and a bound's offset is honoured; None: as TIME, the bound's offset dropped
+    zoned_time: sa.types.TypeEngine | None
 
 
 def _no_name(url: sa.URL) -> str | None:
@@ -222,7 +226,7 @@ GENERIC = Dialect(
     type_spellings=TYPE_SPELLINGS, measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT,
     distinct_counts_per_statement=DEFAULT_MEASURES_PER_STATEMENT, key_groups=False,
     sample_arrays=True, checks_unvouched=False, field_access=None, unnest=None, json=None, inline_values=False,
-    url_schema=_no_name, url_catalog=_no_name, with_catalog=None)
+    url_schema=_no_name, url_catalog=_no_name, with_catalog=None, zoned_time=None)
 
 # The warehouses reached through their own SQLAlchemy packages (pyproject's extras): GENERIC but for
 # what each row says. Snowflake begins a time-limited session but cannot make it read-only; the
@@ -262,8 +266,8 @@ DIALECTS: dict[str, Dialect] = {
         catalog_columns=_postgres_catalog, resolve_types=pg.resolve_types,
         type_spellings=TYPE_SPELLINGS, measures_per_statement=1500, distinct_counts_per_statement=1500,
         key_groups=False, sample_arrays=True, checks_unvouched=False, field_access=nested.field_of,
-        unnest=_called("unnest"), json=nested.POSTGRES_JSON, inline_values=False, url_schema=_no_name,
-        url_catalog=_no_name, with_catalog=None),
+        unnest=_called("unnest"), json=nested_json.POSTGRES_JSON, inline_values=False, url_schema=_no_name,
+        url_catalog=_no_name, with_catalog=None, zoned_time=sa.Time(timezone=True)),
     # DuckDB holds a hash table for each distinct count at once
     "duckdb": Dialect(
         name="duckdb", driver="duckdb", engine_options=dialect_duckdb.options, prepare=dialect_duckdb.prepare,
@@ -274,8 +278,8 @@ DIALECTS: dict[str, Dialect] = {
         type_spellings=TYPE_SPELLINGS,
         measures_per_statement=DEFAULT_MEASURES_PER_STATEMENT, distinct_counts_per_statement=50,
         key_groups=True, why_not_read_only=None, sample_arrays=True, checks_unvouched=False,
-        field_access=nested.field_of, unnest=_called("unnest"), json=nested.DUCKDB_JSON, inline_values=True,
-        url_schema=_no_name, url_catalog=_no_name, with_catalog=None),
+        field_access=nested.field_of, unnest=_called("unnest"), json=nested_json.DUCKDB_JSON, inline_values=True,
+        url_schema=_no_name, url_catalog=_no_name, with_catalog=None, zoned_time=sa.Time(timezone=True)),
     # MySQL and MariaDB (engine/dialect_mysql.py): read-only only by the operator's SELECT-only user;
     # a table holds at most 4,096 columns, so a statement of 1,000 measures is well within its limits
     "mysql": Dialect(
@@ -290,7 +294,7 @@ DIALECTS: dict[str, Dialect] = {
                           "undo READ ONLY, so only credentials that can only read (a user granted SELECT alone) "
                           "keep it read-only",
         sample_arrays=False, checks_unvouched=False, field_access=None, unnest=None, json=None, inline_values=False,
-        url_schema=_no_name, url_catalog=_no_name, with_catalog=None),
+        url_schema=_no_name, url_catalog=_no_name, with_catalog=None, zoned_time=None),
     **WAREHOUSE_DIALECTS,
     # Spark SQL (engine/spark.py): a Spark Thrift server through PyHive (`hive://`), and a Databricks SQL
     # warehouse through databricks-sqlalchemy (a URL built from `_HOST`… has no `http_path`: Databricks

@@ -14,15 +14,15 @@ array's item type, declared against the type the catalog spells.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Callable
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.visitors import InternalTraversal
 
+from dq_contracts.engine.nested_json import JsonAccess
 from dq_contracts.odcs.clauses.nested import ITEMS
 from dq_contracts.odcs.plans import CheckPlan
 from dq_contracts.odcs.type_names import TEXT_TYPES
@@ -86,53 +86,6 @@ def leaf_is_text(check: CheckPlan) -> bool:
     return any(w in str(physical or "").lower() for w in TEXT_TYPES)  # as a column's (type_names.is_text)
 
 
-@dataclass(frozen=True)
-class JsonAccess:
-    """How a dialect addresses values inside a JSON column (a dialect row's `json`): they have no
-    declared inner types, so a leaf is read as text and cast to its declared logicalType."""
-
-    types: tuple[str, ...]  # the column types (physicalType, lower case) read as JSON
-    member: Callable[[ColumnElement, str], ColumnElement]  # a member, still JSON: `value -> 'key'`
-    text: Callable[[ColumnElement], ColumnElement]  # a JSON value as text: `value #>> '{}'`
-    elements: Callable[[ColumnElement], ColumnElement]  # an array's elements, one row each, in a SELECT list
-
-
-def _pg_member(expression: ColumnElement, key: str) -> ColumnElement:
-    # a key is a value here, not a name: bound, never spliced
-    return expression.op("->", return_type=JSONB)(sa.bindparam(None, key, type_=sa.Text))
-
-
-def _pg_text(expression: ColumnElement) -> ColumnElement:
-    return expression.op("#>>", return_type=sa.Text)(sa.literal([], type_=ARRAY(sa.Text)))
-
-
-POSTGRES_JSON = JsonAccess(types=("json", "jsonb"), member=_pg_member, text=_pg_text,
-                           elements=lambda value: sa.func.jsonb_array_elements(sa.cast(value, JSONB)))
-
-
-class _JsonList(sa.types.UserDefinedType):
-    """DuckDB's JSON[]: a JSON array cast to a list of JSON values, so that unnest gives its items."""
-
-    cache_ok = True
-
-    def get_col_spec(self, **kw: Any) -> str:
-        return "JSON[]"
-
-
-def _duckdb_member(expression: ColumnElement, key: str) -> ColumnElement:
-    # a JSONPath of one quoted key, bound as a value: a bare key such as `$y` or `/x` would be read as
-    # a path of its own
-    path = '$."' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return expression.op("->", return_type=sa.Text)(sa.bindparam(None, path, type_=sa.Text))
-
-
-# DuckDB's struct access on a JSON column gives JSON, not values: a JSON null is the text `null` and a
-# string keeps its quotes; `->> '$'` reads a JSON value as its text, a JSON null as NULL
-DUCKDB_JSON = JsonAccess(types=("json",), member=_duckdb_member,
-                         text=lambda value: value.op("->>", return_type=sa.Text)(sa.literal("$", type_=sa.Text)),
-                         elements=lambda value: sa.sql.functions.Function("unnest", sa.cast(value, _JsonList())))
-
-
 def _json(check: CheckPlan, row: Any) -> JsonAccess | None:
     """The dialect's JSON access when the nested property's column is declared a JSON type."""
     declared = str(check.params.get("column_type") or "").strip().lower()
@@ -140,10 +93,45 @@ def _json(check: CheckPlan, row: Any) -> JsonAccess | None:
     return access if access is not None and declared in access.types else None
 
 
+def _logical(check: CheckPlan) -> str:
+    return str((check.params.get("leaf_type") or [None])[0] or "").lower()
+
+
 def _json_leaf(check: CheckPlan, expression: ColumnElement, access: JsonAccess) -> ColumnElement:
+    """The leaf's value: text, or cast to its declared type; a number or a boolean only from a JSON
+    value of its type (an integer's with no fraction), else NULL, which `_json_malformed` tells apart."""
     typed = leaf_type(check)
     text = access.text(expression)
+    logical = _logical(check)
+    if logical in access.exact:
+        # a CASE, not an AND: the engine may evaluate an AND's sides in any order, and the text of a
+        # JSON string cast as a number is an error
+        return sa.case((access.kind(expression).in_(access.kinds[logical]), access.exact[logical](text)))
     return sa.cast(text, typed) if typed is not None and not isinstance(typed, sa.String) else text
+
+
+def _json_malformed(check: CheckPlan, expression: ColumnElement, access: JsonAccess) -> ColumnElement | None:
+    """A JSON leaf that is there but not of its declared number or boolean type; None where any is."""
+    if _logical(check) not in access.exact:
+        return None
+    return sa.and_(access.text(expression).is_not(None), _json_leaf(check, expression, access).is_(None))
+
+
+# the items' table's column saying an item is malformed (items_view): not of its declared type, or the
+# "array" was not an array
+MALFORMED = "dq_malformed"
+
+
+def malformed(check: CheckPlan, table: Any, row: Any) -> ColumnElement | None:
+    """The condition a value is there but malformed (a JSON leaf not of its declared type; an item of
+    an "array" that was not one); None where no value can be."""
+    flags = [table.c[MALFORMED]] if MALFORMED in table.c else []
+    access = _json(check, row)
+    if access is not None and path_of(check):
+        expression = value(check, table, row, leaf=False)
+        leaf = _json_malformed(check, expression, access)
+        flags += [] if leaf is None else [sa.and_(parents_present(check, table, row), leaf)]
+    return sa.or_(*flags) if flags else None
 
 
 class NotAddressable(Exception):
@@ -186,8 +174,11 @@ def parents_present(check: CheckPlan, table: Any, row: Any) -> ColumnElement:
 
 
 def is_null(check: CheckPlan, table: Any, row: Any) -> ColumnElement:
-    """The leaf is NULL (itself, not each of its fields: a composite leaf too) under structs that are there."""
-    return sa.and_(parents_present(check, table, row), value(check, table, row).is_not_distinct_from(None))
+    """The leaf is NULL (itself, not each of its fields: a composite leaf too) under structs that are there;
+    a JSON leaf's text, so that a malformed member (`"abc"` declared an integer) is there, not NULL."""
+    access = _json(check, row)
+    leaf = access.text(value(check, table, row, leaf=False)) if access is not None else value(check, table, row)
+    return sa.and_(parents_present(check, table, row), leaf.is_not_distinct_from(None))
 
 
 def items_view(check: CheckPlan, checked: Any, row: Any) -> tuple[CheckPlan, Any]:
@@ -202,11 +193,16 @@ def items_view(check: CheckPlan, checked: Any, row: Any) -> tuple[CheckPlan, Any
     unnest = access.elements if access is not None else row.unnest
     if unnest is None:
         raise NotAddressable(f"the {row.name or 'generic'} engine here unnests no array")
-    items = sa.select(unnest(array).label(column)).select_from(checked.table).subquery("items")
+    # a JSON "array" that is not one is one item, malformed (JsonAccess.elements)
+    wrapped = [] if access is None else [(access.kind(array) != access.array).label(MALFORMED)]
+    items = sa.select(unnest(array).label(column), *wrapped).select_from(checked.table).subquery("items")
     rest = steps[at + 1:]
     inner = replace(check, params=replace(check.params, path=rest or None))
     if access is not None and not rest:  # each item a JSON scalar: the table of its values, cast
-        items = sa.select(_json_leaf(check, items.c[column], access).label(column)).subquery("item_values")
+        bad = _json_malformed(check, items.c[column], access)
+        items = sa.select(_json_leaf(check, items.c[column], access).label(column),
+                          (items.c[MALFORMED] if bad is None else sa.or_(items.c[MALFORMED], bad)).label(MALFORMED)
+                          ).subquery("item_values")
     return inner, replace(checked, table=items)
 
 
@@ -308,6 +304,8 @@ def _logical_mismatch(logical: Any, observed: tuple[str, Any]) -> str | None:
     name = str(inner).lower()
     if logical == "time" and "timestamp" in name:
         return "of logicalType time"
+    if logical == "integer" and re.fullmatch(r"(decimal|numeric)\s*\(\s*\d+\s*,\s*0\s*\)", name):
+        return None  # a decimal of scale 0 holds integers alone, as a column's (schema_check.whole_decimal)
     return None if any(w in name for w in words) else f"of logicalType {logical}"
 
 
@@ -315,8 +313,14 @@ def _logical_mismatch(logical: Any, observed: tuple[str, Any]) -> str | None:
 UNTYPED_NESTED = ("json", "jsonb", "variant", "object", "map", "super")
 
 
+# (connection, the type as the catalog spells it, a declared physicalType) -> whether they are one type
+# (schema_check.is_declared_type: the engine's own names where it resolves them, else the spelling)
+IsDeclared = Callable[[sa.Connection, str, str], bool]
+
+
 def nested_differences(column: dict[str, Any], found: dict[str, Any], checked: Any, connection: sa.Connection,
-                       parts: tuple[list[str], str]) -> tuple[list[str], list[str]]:
+                       parts: tuple[list[str], str], is_declared: IsDeclared | None = None
+                       ) -> tuple[list[str], list[str]]:
     """(differences, notes) of a declared nested column (`properties` of an object, `items` of an
     array, at any depth) against the type the engine's catalog spells for it: each difference a
     sentence naming the path (`address.city is not of logicalType integer`); a note where the
@@ -331,7 +335,11 @@ def nested_differences(column: dict[str, Any], found: dict[str, Any], checked: A
     if observed[0] == "scalar" and any(w in str(observed[1]).lower() for w in UNTYPED_NESTED):
         return [], [f"{column['name']}: {observed[1]} holds no declared inner types, so its nested schema is not "
                     "compared (its values are still checked through paths)"]
-    return _compare(declared, observed, str(declared.get("name") or column["name"])), []
+    notes: list[str] = []
+    compared = _compare(declared, observed, str(declared.get("name") or column["name"]),
+                        lambda observed_text, physical: is_declared is None or is_declared(connection, observed_text,
+                                                                                          physical), notes, top=True)
+    return compared, notes
 
 
 def observed_shape(checked: Any, connection: sa.Connection, name: str, found: dict[str, Any],
@@ -389,12 +397,22 @@ CATALOG_SHAPES: dict[str, Callable[[sa.Connection, tuple[list[str], str], str], 
     "postgresql": _postgres_shape}
 
 
-def _compare(prop: dict[str, Any], observed: tuple[str, Any], label: str) -> list[str]:
+def _compare(prop: dict[str, Any], observed: tuple[str, Any], label: str, same: Callable[[str, str], bool],
+             notes: list[str], top: bool = False) -> list[str]:
+    """The differences of a declared nested property from its observed type; `same(observed, physical)`
+    judges a field's declared physicalType against a scalar it finds, and a physicalType of a struct or
+    an array (whose spelling differs per engine) is noted as not compared."""
     found: list[str] = []
     shape, inner = observed
     wrong = _logical_mismatch(prop.get("logicalType"), observed)
     if wrong:
         return [f"{label}: is not {wrong} ({_spelled(observed)})"]  # named as a column's mismatch is
+    physical = None if top else prop.get("physicalType")  # the column's own: compared as a column's
+    if physical and shape == "scalar" and not same(str(inner), str(physical)):
+        return [f"{label}: declared {physical}, found {inner}"]
+    if physical and shape != "scalar":
+        notes.append(f"{label}: physicalType {physical} of a {shape} is not compared (its logicalType and "
+                     "fields are)")
     if isinstance(prop.get("properties"), list) and shape == "struct":
         for field in prop["properties"]:
             if not isinstance(field, dict):
@@ -404,9 +422,9 @@ def _compare(prop: dict[str, Any], observed: tuple[str, Any], label: str) -> lis
             if name.lower() not in inner:
                 found.append(f"{here}: missing")
             else:
-                found += _compare(field, inner[name.lower()], here)
+                found += _compare(field, inner[name.lower()], here, same, notes)
     if isinstance(prop.get("items"), dict) and shape == "array":
-        found += _compare(prop["items"], inner, f"{label}[]")
+        found += _compare(prop["items"], inner, f"{label}[]", same, notes)
     return found
 
 

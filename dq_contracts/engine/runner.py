@@ -26,6 +26,8 @@ from dq_contracts.odcs.check_kinds import PER_PARTITION, reach_of
 from dq_contracts.odcs.partitions import Partition
 from dq_contracts.odcs.plans import CheckPlan, ContractPlan, ObjectPlan
 from dq_contracts.engine.sql import render, table_for
+from dq_contracts.engine.file_types import read_declared
+from dq_contracts.engine.schema_check import family_of
 from dq_contracts.engine.results import CheckResult, error_of, masked, result_of, touches_classified, unevaluated
 from dq_contracts.engine.samples import SAMPLE_LIMIT, _add_samples
 from dq_contracts.engine.sessions import CREDENTIALS_READ_ONLY, DEFAULT_TIMEOUT_SECONDS, Session
@@ -113,27 +115,29 @@ def _run_checks(contract: ContractPlan, obj: ObjectPlan, engine: sa.Engine, chec
         else:
             runnable.append(check)
 
-    try:
-        columns = sorted({c for check in runnable if check.kind != "schema" for c in named_columns(check)})
-        preparer = engine.dialect.identifier_preparer
-        vouched = bool(engine.get_execution_options().get(CREDENTIALS_READ_ONLY))
-        if partition is None:
-            checked = CheckedObject(obj, table_for(obj.physical_name, schema, columns, preparer, files),
-                                    engine.dialect.name, schema, preparer, now, files, vouched=vouched)
-        else:
-            checked = CheckedObject(obj, None, engine.dialect.name, schema, preparer, now, files, partition,
-                                    vouched)
-            checked = replace(checked, table=checked.own_table(columns))
-    except Exception as exc:  # a name this dialect cannot quote: every check says so
-        return [_worded(c, results.get(c.name) or failure(c, exc)) for c in checks]
-
-    for check in list(runnable):  # a kind that cannot say how it runs fails that check alone
-        try:
-            uses_aggregate(check)
-        except Exception as exc:  # noqa: BLE001
-            runnable.remove(check)
-            results[check.name] = failure(check, exc)
     with contextlib.nullcontext(session) if session is not None else Session(engine, timeout_seconds) as session:
+        if runnable and files is not None:  # what DuckDB only guessed, read as declared (engine/file_types.py)
+            files = _read_declared(files, obj, session)
+        try:
+            columns = sorted({c for check in runnable if check.kind != "schema" for c in named_columns(check)})
+            preparer = engine.dialect.identifier_preparer
+            vouched = bool(engine.get_execution_options().get(CREDENTIALS_READ_ONLY))
+            if partition is None:
+                checked = CheckedObject(obj, table_for(obj.physical_name, schema, columns, preparer, files),
+                                        engine.dialect.name, schema, preparer, now, files, vouched=vouched)
+            else:
+                checked = CheckedObject(obj, None, engine.dialect.name, schema, preparer, now, files, partition,
+                                        vouched)
+                checked = replace(checked, table=checked.own_table(columns))
+        except Exception as exc:  # a name this dialect cannot quote: every check says so
+            return [_worded(c, results.get(c.name) or failure(c, exc)) for c in checks]
+
+        for check in list(runnable):  # a kind that cannot say how it runs fails that check alone
+            try:
+                uses_aggregate(check)
+            except Exception as exc:  # noqa: BLE001
+                runnable.remove(check)
+                results[check.name] = failure(check, exc)
         aggregated = [c for c in runnable if uses_aggregate(c)]
         # no scan when nothing is measured by one and no result is told in rows: the schema check
         # reads the catalog, and a partitioned run's table-wide pass must not count a whole
@@ -152,6 +156,15 @@ def _run_checks(contract: ContractPlan, obj: ObjectPlan, engine: sa.Engine, chec
         for r in results.values():
             r.samples, r.observed = masked(r.samples, secrets), masked(r.observed, secrets)
     return [_worded(c, results[c.name]) for c in checks]
+
+
+def _read_declared(files: Any, obj: ObjectPlan, session: Session) -> Any:
+    """The files with the object's guessed columns read as declared; as they are if that fails (a
+    timeout, a lost session): each check then meets the error itself."""
+    try:
+        return session.run(lambda connection: read_declared(files, obj, connection, family_of))
+    except Exception:  # noqa: BLE001
+        return files
 
 
 def _judged(check: CheckPlan, checked: CheckedObject, session: Session, measured: Measured, result: Any,

@@ -140,13 +140,20 @@ def is_declared_type(connection: sa.Connection, observed: str, declared: str) ->
     return not type_differs(connection, found, declared, resolve_type(connection, declared))
 
 
+def whole_decimal(type_text: str) -> bool:
+    """A decimal of scale 0 (`numeric(10,0)`, `DECIMAL(38,0)`): it holds integers alone, so it is of
+    logicalType integer too (a bare `numeric`, of any scale, is not)."""
+    base, args = split_arguments(str(type_text).strip().lower())
+    return family_of(base) == "number" and bool(re.fullmatch(r"\(\d+,0\)", args))
+
+
 def logical_mismatch(logical_type: Any, type_text: str) -> bool:
     """True when the column's type is of a known family that the logical type does not allow."""
     allowed = LOGICAL_FAMILIES.get(str(logical_type or "").strip().lower())
     family = family_of(type_text)
     if allowed is None or family is None:
         return False  # an unknown logical type or an engine type of no known family: nothing to compare
-    return family not in allowed
+    return family not in allowed and not ("integer" in allowed and whole_decimal(type_text))
 
 
 def _folds_to(dialect: str, declared: str, real: str) -> bool:
@@ -164,15 +171,22 @@ DESCRIBE_FILES = {fmt: sa.text(f"DESCRIBE SELECT * FROM {reader}(:path)") for fm
 def read_files(checked: CheckedObject, connection: sa.Connection) -> dict[str, dict[str, Any]]:
     """The columns DuckDB's reader finds in the object's files, typed as DuckDB names them."""
     path = checked.files.path_of(checked.obj.physical_name)
+    read_as = getattr(checked.files, "read_as_of", lambda name: {})(checked.obj.physical_name)
+    # the reader's guesses, described once when the files were read as declared (engine/file_types.py)
+    guessed = getattr(checked.files, "guessed_of", lambda name: None)(checked.obj.physical_name)
     try:
-        rows = connection.execute(DESCRIBE_FILES[checked.files.format], {"path": path}).fetchall()
+        rows = list(guessed) if guessed is not None else \
+            connection.execute(DESCRIBE_FILES[checked.files.format], {"path": path}).fetchall()
     except sa.exc.DBAPIError as exc:
         # the reader's message may quote a line of the file: not where a column is classified
         said = (f"{type(exc.orig).__name__} (its message is withheld: the table has a classified column)"
                 if checked.obj.has_classified else str(exc.orig).splitlines()[0])
         raise MissingTable(f"the files {path} cannot be read as {checked.files.format}: {said}") from exc
-    # files declare no nullability: nothing to say about `required` here
-    return {str(name).lower(): {"name": name, "type_text": str(type_text), "resolved": str(type_text), "nullable": None}
+    # files declare no nullability: nothing to say about `required` here. A column DuckDB only guessed
+    # is of the type it is read as (a CSV's DATE declared a string is its text: VARCHAR)
+    return {str(name).lower(): {"name": name, "type_text": read_as.get(str(name), str(type_text)),
+                                "resolved": read_as.get(str(name), str(type_text)), "nullable": None,
+                                **({"guessed": str(type_text)} if str(name) in read_as else {})}
             for name, type_text, *_ in rows}
 
 
@@ -236,7 +250,8 @@ def differences(check: Any, checked: CheckedObject, connection: sa.Connection) -
         elif differs := logical_mismatch(column.get("logical_type"), real_text):
             logical.append(f"{name}: declared logicalType {column['logical_type']}, found {real_text}")
         if not differs:  # a column of the wrong type is one mistake, not one more for each field inside
-            inside, unchecked = nested_differences(column, found, checked, connection, parts)  # engine/nested.py
+            inside, unchecked = nested_differences(column, found, checked, connection, parts,  # engine/nested.py
+                                                   is_declared_type)
             mismatched += inside
             notes += unchecked
         if column.get("required") and found.get("nullable"):

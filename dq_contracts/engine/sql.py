@@ -13,6 +13,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
+from dq_contracts.engine import file_types
 from dq_contracts.engine.dialect_duckdb import READERS
 from dq_contracts.engine.dialects import dialect_of
 
@@ -54,10 +55,13 @@ def table_for(physical_name: str, schema: str | None, columns: list[str], prepar
     if hasattr(files, "attach"):
         return files.table(physical_name, columns, partition)
     if files is not None:
+        # the columns DuckDB only guessed read as the contract declares them (engine/file_types.py)
         reader = getattr(sa.func, READERS[files.format])(sa.bindparam(None, files.path_of(physical_name),
-                                                                      type_=sa.String))
-        return reader.table_valued(*(sa.column(quoted(c)) for c in dict.fromkeys(columns))).alias(
-            quoted(physical_name.split(".")[-1]))
+                                                                      type_=sa.String),
+                                                         *file_types.options_of(files, physical_name))
+        wanted = list(dict.fromkeys(columns))
+        return file_types.projected(files, physical_name, reader.table_valued(*(sa.column(quoted(c)) for c in wanted)),
+                                    wanted, quoted(physical_name.split(".")[-1]))
     *prefix, name = qualified_parts(physical_name, schema)
     row = dialect_of(preparer.dialect.name if preparer is not None else None)
     qualifier = row.qualifier(prefix, preparer, physical_name)

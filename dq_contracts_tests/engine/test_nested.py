@@ -25,9 +25,10 @@ EXPECT_KEYS = {"passed", "observed", "samples", "error", "mismatches", "note", "
 
 # where a table's cases run: (cases file, engine, how the rows are read)
 WHERE = [("duckdb", "duckdb", "table", ()), ("duckdb", "duckdb", "parquet", ()), ("duckdb", "duckdb", "json", ()),
-         ("duckdb_json", "duckdb", "table", ()),
+         ("duckdb_json", "duckdb", "table", ()), ("duckdb_json_values", "duckdb", "table", ()),
          ("postgres", "postgres", "table", (pytest.mark.postgres,)),
          ("postgres_jsonb", "postgres", "table", (pytest.mark.postgres,)),
+         ("postgres_jsonb_values", "postgres", "table", (pytest.mark.postgres,)),
          ("spark", "spark", "table", (pytest.mark.spark,)), ("mariadb", "mariadb", "table", (pytest.mark.mariadb,)),
          ("snowflake", "snowflake", "table", ())]
 PARAMS = [pytest.param(file, engine, reading, case, marks=marks, id=f"{file}-{reading}/{case['case']}")
