@@ -63,6 +63,10 @@ class ContractCheckData:
     # the asset's partitions (the user's asset's, or the contract's declaration): a clause judged per
     # partition gets them, when the object names its partition column
     partitions_def: dg.PartitionsDefinition | None = None
+    # the user's asset says it builds the table the check reads (its `dagster/table_name` is the
+    # object's), or the user listed it in `blocking_assets`: only then may its ERROR clauses block it
+    builds_its_table: bool = False
+    table_name: str | None = None  # the table the check reads, as the object's asset spec names it
 
     @property
     def per_partition(self) -> bool:
@@ -114,11 +118,14 @@ class DqContractsTranslator:
         # ERROR clauses block where Dagster materialises the asset. A relationship waits for the
         # table it reads; were it blocking too, one table failing an ERROR clause would skip
         # checks across every table downstream of it, chained
-        blocking = check.blocking and data.materialised_in_dagster and data.target_asset_key is None
+        # checks. A contract that only names the user's asset (its key) cannot stop its run: it blocks
+        # where the asset says it builds the table the check reads
+        blocking = (check.blocking and data.materialised_in_dagster and data.builds_its_table
+                    and data.target_asset_key is None)
         return dg.AssetCheckSpec(
             name=check.name,
             asset=data.asset_key,
-            description=described(check_description(plan, check) + waits_for(data)),
+            description=described(check_description(plan, check) + waits_for(data) + not_blocking(check, data)),
             blocking=blocking,
             additional_deps=[data.target_asset_key] if data.target_asset_key else None,
             automation_condition=self.automation_condition(data),
@@ -361,7 +368,25 @@ def blocks_text(check: CheckPlan, blocking: bool, data: Any) -> str:
         return "no: a WARN clause marks the check failed and stops nothing"
     if data.target_asset_key is not None:
         return "no: a relationship reads another table; blocking it would stop every table downstream of that one"
+    if data.materialised_in_dagster:
+        return "no: " + NOT_ITS_TABLE.format(asset=data.asset_key.to_user_string(), table=_table_of(data))
     return "no: Dagster does not materialise this table, so there is no downstream run to stop"
+
+
+NOT_ITS_TABLE = ("asset {asset} does not say it builds {table}, the table this check reads (its "
+                 "`dagster/table_name` metadata), so a contract that names its key cannot stop its run; set "
+                 "that metadata on the asset, or list it in build_contract_defs(blocking_assets=...)")
+
+
+def _table_of(data: Any) -> str:
+    return data.table_name or data.object.physical_name
+
+
+def not_blocking(check: CheckPlan, data: Any) -> str:
+    """The description's word on an ERROR clause that would block the user's asset but may not."""
+    if not (check.blocking and data.materialised_in_dagster and data.target_asset_key is None) or data.builds_its_table:
+        return ""
+    return ". Not blocking: " + NOT_ITS_TABLE.format(asset=data.asset_key.to_user_string(), table=_table_of(data))
 
 
 def waits_for(data: Any) -> str:

@@ -1,0 +1,194 @@
+"""Principle 5 on the Dagster side: one contract cannot take anything from another.
+
+Where the operator bound a server to a folder (`DQ_CONTRACTS_<SERVER>_CONTRACTS`), a contract there
+keeps its asset key, id and Dagster names against any contract outside it: the intruder is refused
+at its line, naming the keeper's file, and the keeper's checks load and run. A symbolic link to a
+contract is that contract, read once. And a contract that only names one of the user's own assets
+(`dagsterAssetKey`, or a physicalName that keys alike) attaches checks that run and show, but stop
+its run only where the asset says it builds the table they read (`dagster/table_name`) or the user
+lists it in `blocking_assets`. Every row builds real Definitions and runs them in process.
+"""
+
+from __future__ import annotations
+
+import os
+
+import dagster as dg
+import pytest
+import yaml
+
+from dq_contracts.dagster_defs.definitions import build_contract_defs
+from dq_contracts.odcs.load import load_contracts
+from dq_contracts_tests.support import duckdb_with, run_checks
+
+WH = {"server": "wh", "type": "duckdb", "database": "../../data/w.duckdb", "schema": "analytics"}
+ELSEWHERE = {"server": "evilfiles", "type": "local", "format": "csv", "path": "../../nothing/{model}.csv"}
+
+
+def contract(id_: str, objects: list[dict], server: dict = WH, name: str | None = None) -> dict:
+    return {"apiVersion": "v3.1.0", "kind": "DataContract", "id": id_, "version": "1.0.0", "status": "active",
+            **({"name": name} if name else {}), "servers": [server], "schema": objects}
+
+
+def obj(name: str, physical: str | None = None, key: str | None = None, quality: list | None = None) -> dict:
+    out = {"name": name, "physicalName": physical or name,
+           "properties": [{"name": "id", "logicalType": "integer"}]}
+    if key:
+        out["customProperties"] = [{"property": "dagsterAssetKey", "value": key}]
+    if quality:
+        out["quality"] = quality
+    return out
+
+
+PAYROLL = contract("urn:payroll:pay", [obj("orders")], name="pay")
+# Each row: what another team drops in contracts/evil. On main every one knocked payroll out.
+INTRUDERS = {
+    "the same physicalName on a server of its own": {"x.odcs.yaml": contract("urn:evil:x", [obj("orders")],
+                                                                             ELSEWHERE)},
+    "a dagsterAssetKey naming payroll's asset": {"x.odcs.yaml": contract("urn:evil:x", [obj("mine", key="orders")],
+                                                                         ELSEWHERE)},
+    "payroll's id and version": {"x.odcs.yaml": contract("urn:payroll:pay", [obj("other")], ELSEWHERE)},
+    "a byte-for-byte copy of payroll's file": {"copy.odcs.yaml": PAYROLL},
+    "payroll's op name (name pay__orders, object table)": {
+        "x.odcs.yaml": contract("urn:evil:x", [obj("table", physical="evil_t")], ELSEWHERE, name="pay__orders")},
+    "a symbolic link to payroll's file": {"link.odcs.yaml": "../payroll/pay.odcs.yaml"},
+}
+
+
+def project(tmp_path, intruder: dict, monkeypatch, bind: str | None = "contracts/payroll"):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").mkdir()
+    duckdb_with(tmp_path / "data" / "w.duckdb", "CREATE SCHEMA analytics",
+                "CREATE TABLE analytics.orders (id INTEGER)", "INSERT INTO analytics.orders VALUES (1)",
+                "CREATE TABLE analytics.t (id INTEGER)")
+    for folder in ("payroll", "evil", "other"):
+        (tmp_path / "contracts" / folder).mkdir(parents=True)
+    (tmp_path / "contracts" / "payroll" / "pay.odcs.yaml").write_text(yaml.safe_dump(PAYROLL, sort_keys=False))
+    # a third team's contract, which nothing touches: it loads whatever happens
+    (tmp_path / "contracts" / "other" / "o.odcs.yaml").write_text(yaml.safe_dump(
+        contract("urn:other:o", [obj("t")], {**WH, "server": "ot"}), sort_keys=False))
+    for file, content in intruder.items():
+        path = tmp_path / "contracts" / "evil" / file
+        if isinstance(content, str):
+            os.symlink(content, path)
+        else:
+            path.write_text(yaml.safe_dump(content, sort_keys=False))
+    if bind:
+        monkeypatch.setenv("DQ_CONTRACTS_WH_CONTRACTS", bind)
+        monkeypatch.setenv("DQ_CONTRACTS_OT_CONTRACTS", "contracts/other")
+    return tmp_path / "contracts"
+
+
+def checks_of(defs) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for definition in defs.asset_checks or []:
+        for spec in definition.check_specs:
+            out.setdefault(spec.asset_key.to_user_string(), set()).add(spec.name)
+    return out
+
+
+@pytest.mark.parametrize("intruder", INTRUDERS.values(), ids=INTRUDERS.keys())
+def test_a_contract_in_its_bound_folder_keeps_what_another_claims(tmp_path, monkeypatch, intruder):
+    contracts = project(tmp_path, intruder, monkeypatch)
+    defs = build_contract_defs(contracts)
+    checks = checks_of(defs)
+    # payroll's checks are on its asset, and nothing of the intruder's is
+    assert checks["orders"] == {"schema"}, checks
+    assert checks["t"] == {"schema"}  # the rest loads
+    result = run_checks(defs, dg.AssetSelection.checks_for_assets("orders"))
+    assert [(e.check_name, e.passed) for e in result.get_asset_check_evaluations()] == [("schema", True)]
+    # the intruder is refused at its line, naming the file that keeps what it claimed (a link is
+    # the file it points to, read once: nothing is refused)
+    loaded = load_contracts([contracts])
+    assert loaded.prefixes["contracts/payroll/pay.odcs.yaml"] == "pay"
+    if "link.odcs.yaml" in intruder:
+        assert not loaded.rejected
+        return
+    [evil] = [r for r in loaded.rejected]
+    assert evil.file.startswith("contracts/evil/")
+    problems = [p for p in evil.problems if "contracts/payroll/pay.odcs.yaml" in p.message and p.severity == "error"]
+    assert problems and all(p.line is not None and "DQ_CONTRACTS_WH_CONTRACTS" in p.message for p in problems)
+    # and its Dagster names stay its own: its ops are still called after its `name`
+    assert {n.name for c in defs.asset_checks for n in [c.node_def] if "orders" in n.name} == {"pay__orders"}
+
+
+def test_a_symbolic_link_is_the_contract_it_points_to_read_once(tmp_path, monkeypatch):
+    contracts = project(tmp_path, INTRUDERS["a symbolic link to payroll's file"], monkeypatch, bind=None)
+    defs = build_contract_defs(contracts)
+    assert checks_of(defs)["orders"] == {"schema"}
+    result = run_checks(defs, dg.AssetSelection.checks_for_assets("orders"))
+    assert [(e.check_name, e.passed) for e in result.get_asset_check_evaluations()] == [("schema", True)]
+    loaded = load_contracts([contracts])
+    assert not loaded.rejected and sorted(p.file for p in loaded.usable_plans) == [
+        "contracts/other/o.odcs.yaml", "contracts/payroll/pay.odcs.yaml"]
+    [warning] = [p for p in loaded.problems if p.file == "contracts/evil/link.odcs.yaml"]
+    assert warning.severity == "warning" and "read once, as contracts/payroll/pay.odcs.yaml" in warning.message
+
+
+@pytest.mark.parametrize("bind", [None, "contracts"], ids=["nothing bound", "both folders bound"])
+def test_where_the_operator_draws_no_line_between_them_neither_claimant_loads(tmp_path, monkeypatch, bind):
+    """The rule as before where no binding tells the two apart: both refused, each naming the other."""
+    contracts = project(tmp_path, {"x.odcs.yaml": contract("urn:evil:x", [obj("orders")])}, monkeypatch, bind)
+    defs = build_contract_defs(contracts)
+    assert "schema" not in checks_of(defs).get("orders", set())
+    loaded = load_contracts([contracts])
+    assert sorted(r.file for r in loaded.rejected) == ["contracts/evil/x.odcs.yaml", "contracts/payroll/pay.odcs.yaml"]
+
+
+# --- finding 6: checks on the user's own asset ------------------------------------------------------
+
+def own_assets(table_name=None):
+    metadata = {"dagster/table_name": table_name} if table_name is not None else None
+
+    @dg.asset(description="payroll's own salaries", metadata=metadata)
+    def salaries():
+        return 1
+
+    @dg.asset(deps=[salaries])
+    def payroll_report():
+        return 2
+
+    return salaries, payroll_report
+
+
+EVIL = contract("urn:evil:t", [obj("t", key="salaries", quality=[{"metric": "rowCount", "mustBe": 12345}])],
+                name="t")
+EVIL_BY_NAME = contract("urn:evil:s", [obj("salaries", quality=[{"metric": "rowCount", "mustBe": 12345}])],
+                        name="s")
+# (the contract, the table the asset says it builds, the assets the user lets block, through defs=; blocks?)
+OWN = {
+    "dagsterAssetKey naming the asset, which names no table": (EVIL, None, (), False, False),
+    "a physicalName keyed as the asset, which names no table": (EVIL_BY_NAME, None, (), False, False),
+    "the asset names another table": (EVIL, "w.hr.salaries", (), False, False),
+    "the asset given in defs=": (EVIL, None, (), True, False),
+    "the asset names the table the checks read": (EVIL, "w.analytics.t", (), False, True),
+    "the same, case apart, as a text metadata value": (EVIL, dg.MetadataValue.text("W.Analytics.T"), (), False, True),
+    "the user lists it in blocking_assets": (EVIL, None, ("salaries",), False, True),
+}
+
+
+@pytest.mark.parametrize("case", OWN.values(), ids=OWN.keys())
+def test_a_contract_stops_the_user_s_asset_only_where_the_asset_builds_its_table(tmp_path, monkeypatch, case):
+    document, table, blocking, via_defs, blocks = case
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").mkdir()
+    duckdb_with(tmp_path / "data" / "w.duckdb", "CREATE SCHEMA analytics", "CREATE TABLE analytics.t (id INTEGER)")
+    folder = tmp_path / "contracts" / "evil"
+    folder.mkdir(parents=True)
+    (folder / "t.odcs.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+    salaries, report = own_assets(table)
+    kwargs = {"blocking_assets": blocking} if blocking else {}
+    built = (build_contract_defs(tmp_path / "contracts", defs=dg.Definitions(assets=[salaries, report]), **kwargs)
+             if via_defs else build_contract_defs(tmp_path / "contracts", assets=[salaries, report], **kwargs))
+    defs = dg.Definitions.merge(built, dg.Definitions(executor=dg.in_process_executor))
+    [spec] = [s for c in defs.asset_checks for s in c.check_specs if s.name == "row_count"]
+    assert spec.asset_key == dg.AssetKey("salaries") and spec.blocking is blocks
+    if not blocks:
+        assert "does not say it builds w.analytics." in spec.description
+        assert spec.metadata["dq_contracts/blocks"].startswith("no: asset salaries does not say it builds")
+    result = defs.resolve_implicit_global_asset_job_def().execute_in_process(raise_on_error=False)
+    [evaluation] = [e for e in result.get_asset_check_evaluations() if e.check_name == "row_count"]
+    assert not evaluation.passed  # the check ran and shows its failure either way
+    built_keys = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
+    assert ("payroll_report" in built_keys) is not blocks and result.success is not blocks
+
