@@ -48,7 +48,7 @@ class LoadResult:
     files_read: int = 0
     rejected: list[RejectedContract] = field(default_factory=list)
     # file -> the operator's variable that binds the server it uses to its folder (`_CONTRACTS`): such
-    # a contract keeps its asset keys, id and names against one outside every bound folder
+    # a contract keeps its asset keys, id and names against one not in its own server's bound folder
     keepers: dict[str, str] = field(default_factory=dict)
     # file -> the short name its Dagster definitions take (compiler.short_prefixes over every compiled
     # contract, so that rejecting one renames no other)
@@ -368,8 +368,8 @@ def _judge_claims(claims: dict[tuple, list[tuple[ContractPlan, object, tuple, st
                     lost.setdefault(plan.file, set()).add(claim[1])
                 found.append(_problem(plan, document, parts, _CLAIMED[kind](claim, label) + (
                     f" {_claimant(keeper, keeping[0][3])}, in a folder the operator binds to the server it uses "
-                    f"({keepers[keeper.file]}), and this contract's folder is not: that contract keeps it, and this "
-                    "one is not loaded; " + _REMEDY[kind] + ", or ask the operator to bind this contract's folder")))
+                    f"({keepers[keeper.file]}), and this contract's folder is not: a bound contract's claim comes first, "
+                    "and this one is not loaded; " + _REMEDY[kind] + ", or ask the operator to bind this contract's folder")))
             if len(keeping) == 1:
                 plan, document, parts, label = keeping[0]
                 others = sorted({c[0].file for c in claimants} - {plan.file})

@@ -17,7 +17,9 @@ import dagster as dg
 import pytest
 import yaml
 
+from dq_contracts.cli import main
 from dq_contracts.dagster_defs.definitions import build_contract_defs
+from dq_contracts.dagster_defs.resource import ServerSettings, WarehouseResource
 from dq_contracts.odcs.load import load_contracts
 from dq_contracts_tests.support import duckdb_with, run_checks
 
@@ -110,6 +112,26 @@ def test_a_contract_in_its_bound_folder_keeps_what_another_claims(tmp_path, monk
     assert problems and all(p.line is not None and "DQ_CONTRACTS_WH_CONTRACTS" in p.message for p in problems)
     # and its Dagster names stay its own: its ops are still called after its `name`
     assert {n.name for c in defs.asset_checks for n in [c.node_def] if "orders" in n.name} == {"pay__orders"}
+
+
+def test_check_runs_the_bound_contract_and_says_why_the_other_is_refused(tmp_path, monkeypatch, capsys):
+    contracts = project(tmp_path, INTRUDERS["the same physicalName on a server of its own"], monkeypatch)
+    assert main(["check", str(contracts.relative_to(tmp_path))]) == 1  # an error of the intruder's
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert "orders  schema  ERROR     pass" in text and "2 check(s): 2 pass" in text
+    assert ("contracts/evil/x.odcs.yaml:12: schema.orders: asset orders is also claimed by "
+            "contracts/payroll/pay.odcs.yaml") in text
+
+
+def test_the_resource_s_binding_draws_the_same_line(tmp_path, monkeypatch):
+    """The resource's `contracts` is the operator's binding too (it wins over the environment)."""
+    contracts = project(tmp_path, INTRUDERS["the same physicalName on a server of its own"], monkeypatch, bind=None)
+    resource = WarehouseResource(servers={"wh": ServerSettings(contracts=["contracts/payroll"])})
+    defs = build_contract_defs(contracts, resource=resource)
+    assert checks_of(defs)["orders"] == {"schema"}
+    result = run_checks(defs, dg.AssetSelection.checks_for_assets("orders"))
+    assert [(e.check_name, e.passed) for e in result.get_asset_check_evaluations()] == [("schema", True)]
 
 
 def test_a_symbolic_link_is_the_contract_it_points_to_read_once(tmp_path, monkeypatch):
