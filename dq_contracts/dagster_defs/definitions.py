@@ -111,7 +111,10 @@ def _with_contract(contract_specs: dict[dg.AssetKey, dg.AssetSpec]):
         if ours is None:
             return spec
         spec = spec.merge_attributes(
-            metadata={k: v for k, v in (ours.metadata or {}).items() if k not in (spec.metadata or {})},
+            # never the table's name: which table the asset builds is its own word (whether a contract's
+            # ERROR clauses may block it), which no contract that names its key can give it
+            metadata={k: v for k, v in (ours.metadata or {}).items()
+                      if k not in (spec.metadata or {}) and k != "dagster/table_name"},
             owners=[o for o in ours.owners if o not in spec.owners],
             tags={k: v for k, v in (ours.tags or {}).items() if k not in (spec.tags or {})},
         )

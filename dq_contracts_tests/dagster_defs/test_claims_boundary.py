@@ -205,6 +205,9 @@ def test_a_contract_stops_the_user_s_asset_only_where_the_asset_builds_its_table
     defs = dg.Definitions.merge(built, dg.Definitions(executor=dg.in_process_executor))
     [spec] = [s for c in defs.asset_checks for s in c.check_specs if s.name == "row_count"]
     assert spec.asset_key == dg.AssetKey("salaries") and spec.blocking is blocks
+    # the asset's table is its own word: no contract writes one onto it
+    [asset] = [s for s in (defs.assets or []) if isinstance(s, dg.AssetsDefinition) and s.key.path == ["salaries"]]
+    assert (asset.specs_by_key[asset.key].metadata or {}).get("dagster/table_name") == table
     if not blocks:
         assert "does not say it builds w.analytics." in spec.description
         assert spec.metadata["dq_contracts/blocks"].startswith("no: asset salaries does not say it builds")
