@@ -177,11 +177,14 @@ def build_contract_defs(
 
     `assets` (and the assets of `defs`) are the user's own: a schema object whose asset key one of
     them has gets its checks attached to it (they run after each materialisation) instead of an
-    external AssetSpec. Its ERROR clauses block its downstream assets where the asset says it builds
-    the table they read (its `dagster/table_name` metadata is the object's, as the translator writes
-    it: `warehouse.analytics.orders`), or where `blocking_assets` lists its key (your word that
-    every contract naming it may stop its runs); elsewhere a contract that names its key cannot stop
-    its run, and each such check says so (`dq_contracts/blocks`).
+    external AssetSpec. Its ERROR clauses block its downstream assets, as long as the operator binds
+    no server of the contracts to a folder (`DQ_CONTRACTS_<SERVER>_CONTRACTS`, the resource's
+    `contracts`: no line between teams). Once the operator does, they block where the contract is in
+    the folder its server is bound to, where the asset says it builds the table they read (its
+    `dagster/table_name` metadata is the object's, as the translator writes it:
+    `warehouse.analytics.orders`), or where `blocking_assets` lists its key (your word that every
+    contract naming it may stop its runs); elsewhere a contract that names its key cannot stop its
+    run, and each such check says so (`dq_contracts/blocks`).
 
     What runs when: each check has an automation condition (the translator's
     `automation_condition`): it runs when its table is updated (materialised in Dagster, or reported
@@ -245,7 +248,7 @@ def _build_defs(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
                                  crons_as_conditions=not settings.contract_jobs, own_keys=own,
                                  own_partitions=_partitions_of(settings.theirs),
                                  own_tables=_tables_of(settings.theirs), blocking_assets=settings.blocking_assets,
-                                 keepers=loaded.keepers)
+                                 keepers=loaded.keepers, bindings=loaded.bindings)
     refused = _refusal(paths, loaded, built.rejected, settings)
     if refused is not None:
         raise refused

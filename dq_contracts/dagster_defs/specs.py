@@ -74,7 +74,7 @@ def build_contract_specs(plans: Iterable[ContractPlan], translator: DqContractsT
                          own_partitions: dict[dg.AssetKey, dg.PartitionsDefinition] | None = None,
                          own_tables: dict[dg.AssetKey, str] | None = None,
                          blocking_assets: Iterable[dg.AssetKey] = (),
-                         keepers: Iterable[str] = ()) -> ContractSpecs:
+                         keepers: Iterable[str] = (), bindings: Iterable[str] = ()) -> ContractSpecs:
     """Asset and check specs of every plan. A translator exception, or two contracts the translator
     maps to one asset key, cost that contract only (it is returned in `rejected`).
 
@@ -83,19 +83,21 @@ def build_contract_specs(plans: Iterable[ContractPlan], translator: DqContractsT
     assets, which Dagster materialises (their ERROR clauses are blocking checks); `own_partitions`:
     their partitions definitions, which their checks judged per partition take.
 
-    A contract's ERROR clauses block one of the user's assets only where the asset says it builds the
-    table they read (`own_tables`: its `dagster/table_name`, equal to the one the translator gives the
-    object) or the user lists it in `blocking_assets`: any other contract naming its key attaches
-    checks that run and show, but never stop its run or its downstream. `keepers`: the contract files
-    the operator's binding protects (LoadResult.keepers), which keep a key the translator gives an
-    unbound contract too."""
+    `keepers`: the contract files the operator's binding protects (LoadResult.keepers), which keep a
+    key the translator gives an unbound contract too; `bindings`: the operator's variables that bind
+    the contracts' servers to folders (LoadResult.bindings). A contract's ERROR clauses block one of
+    the user's assets where the operator drew no line between teams (no `bindings`), where the
+    contract is a keeper, where the asset says it builds the table they read (`own_tables`: its
+    `dagster/table_name`, equal to the one the translator gives the object) or where the user lists
+    it in `blocking_assets`: any other contract naming its key attaches checks that run and show, but
+    never stop its run or its downstream."""
     # code references are a beta API of Dagster 1.13, partitioned checks a preview: not the user's concern
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dg.BetaWarning)
         warnings.simplefilter("ignore", dg.PreviewWarning)
         return _build(list(plans), translator or DqContractsTranslator(), server, crons_as_conditions,
                       _Own(set(own_keys), own_partitions or {}, own_tables or {}, set(blocking_assets)),
-                      set(keepers))
+                      set(keepers), tuple(bindings))
 
 
 @dataclass(frozen=True)
@@ -121,7 +123,7 @@ def _text(value: Any) -> str | None:
 
 
 def _build(plans: list[ContractPlan], translator: DqContractsTranslator, server: str | None,
-           crons_as_conditions: bool, own: _Own, keepers: set[str]) -> ContractSpecs:
+           crons_as_conditions: bool, own: _Own, keepers: set[str], bindings: tuple[str, ...]) -> ContractSpecs:
     own_keys, own_partitions = own.keys, own.partitions
     out = ContractSpecs()
     named: list[tuple[ContractPlan, list[tuple[ObjectPlan, dg.AssetSpec]]]] = []
@@ -171,6 +173,8 @@ def _build(plans: list[ContractPlan], translator: DqContractsTranslator, server:
             for pair in schedule.checks:
                 crons[pair] = (*crons.get(pair, ()), schedule.cron)
         pool = pool_of(server_of(plan, server))
+        # no team line drawn (as before any binding), or one the operator drew around this contract
+        may_block = not bindings or plan.file in keepers
         try:
             objects = []
             for obj, asset in assets:
@@ -184,8 +188,8 @@ def _build(plans: list[ContractPlan], translator: DqContractsTranslator, server:
                     partitions = own_partitions.get(asset.key) if asset.key in own_keys else asset.partitions_def
                     data = ContractCheckData(plan, obj, check, asset.key, target if target != asset.key else None,
                                              crons.get((obj.name, check.name), ()), asset.key in own_keys,
-                                             partitions, asset.key in own_keys and own.builds(asset),
-                                             _text((asset.metadata or {}).get("dagster/table_name")))
+                                             partitions, asset.key in own_keys and (may_block or own.builds(asset)),
+                                             _text((asset.metadata or {}).get("dagster/table_name")), bindings)
                     checks.append((check, translator.get_asset_check_spec(data)))
                 objects.append(ObjectSpecs(plan, obj, asset, tuple(checks), pool))
         except Exception as exc:

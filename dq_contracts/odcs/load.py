@@ -50,6 +50,9 @@ class LoadResult:
     # file -> the operator's variable that binds the server it uses to its folder (`_CONTRACTS`): such
     # a contract keeps its asset keys, id and names against one not in its own server's bound folder
     keepers: dict[str, str] = field(default_factory=dict)
+    # the variables that bind the server of any contract read to folders (folder_bindings): none, and
+    # the operator drew no line between teams (a contract's ERROR clauses block the user's asset it names)
+    bindings: tuple[str, ...] = ()
     # file -> the short name its Dagster definitions take (compiler.short_prefixes over every compiled
     # contract, so that rejecting one renames no other)
     prefixes: dict[str, str] = field(default_factory=dict)
@@ -99,21 +102,32 @@ def _server_index(plan: ContractPlan, server: str | None) -> int | None:
     return next((i for i, s in enumerate(plan.servers) if checkable(s)), None)
 
 
-def bound_contracts(plans: Iterable[ContractPlan], server: str | None,
-                    environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """file -> the variable (`DQ_CONTRACTS_<SERVER>_CONTRACTS`) by which the operator binds the server
-    the contract uses to a folder that holds it: what the operator drew, which no contract can claim
-    by what it writes (a file outside the folder is not bound, whatever server it names)."""
-    out = {}
+def _folder_bindings(plans: Iterable[ContractPlan], server: str | None, environ: Mapping[str, str] | None):
+    """(plan, the variable, whether it holds the plan) for each plan whose server the operator binds
+    to folders (`DQ_CONTRACTS_<SERVER>_CONTRACTS`)."""
     for plan in plans:
         index = _server_index(plan, server)
         if index is None:
             continue
         name = server_name(plan.servers[index])
         declaration = declaration_of(name, environ)
-        if declaration.contracts and bound(declaration, plan.file):
-            out[plan.file] = f"{env_prefix(name)}_CONTRACTS"
-    return out
+        if declaration.contracts:
+            yield plan, f"{env_prefix(name)}_CONTRACTS", bound(declaration, plan.file)
+
+
+def bound_contracts(plans: Iterable[ContractPlan], server: str | None,
+                    environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """file -> the variable (`DQ_CONTRACTS_<SERVER>_CONTRACTS`) by which the operator binds the server
+    the contract uses to a folder that holds it: what the operator drew, which no contract can claim
+    by what it writes (a file outside the folder is not bound, whatever server it names)."""
+    return {plan.file: variable for plan, variable, holds in _folder_bindings(plans, server, environ) if holds}
+
+
+def folder_bindings(plans: Iterable[ContractPlan], server: str | None,
+                    environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The variables by which the operator binds the server of any of these contracts to folders,
+    whether or not they hold it: none, and the operator drew no line between teams."""
+    return tuple(sorted({variable for _, variable, _ in _folder_bindings(plans, server, environ)}))
 
 
 def support_problems(plans: Iterable[ContractPlan], line_of=lambda plan, parts: None,
@@ -209,6 +223,7 @@ def _load_contracts(paths: Iterable[str | os.PathLike[str]], server: str | None,
     result.problems.extend(_classified_partitions(compiled))
 
     result.keepers = bound_contracts((p for p, _ in compiled), server, environ)
+    result.bindings = folder_bindings((p for p, _ in compiled), server, environ)
     result.prefixes = short_prefixes((plan for plan, _ in compiled), result.keepers)
     contested_names = contested_prefixes((p for p, _ in compiled), result.keepers)
     for plan, document in compiled:

@@ -4,14 +4,17 @@ Where the operator bound a server to a folder (`DQ_CONTRACTS_<SERVER>_CONTRACTS`
 keeps its asset key, id and Dagster names against any contract outside it: the intruder is refused
 at its line, naming the keeper's file, and the keeper's checks load and run. A symbolic link to a
 contract is that contract, read once. And a contract that only names one of the user's own assets
-(`dagsterAssetKey`, or a physicalName that keys alike) attaches checks that run and show, but stop
-its run only where the asset says it builds the table they read (`dagster/table_name`) or the user
-lists it in `blocking_assets`. Every row builds real Definitions and runs them in process.
+(`dagsterAssetKey`, or a physicalName that keys alike) attaches checks that run and show; its ERROR
+clauses stop the asset's run as before where the operator binds no server to a folder (no line
+between teams), and otherwise only where the contract is in its server's bound folder, the asset
+says it builds the table they read (`dagster/table_name`) or the user lists it in
+`blocking_assets`. Every row builds real Definitions and runs them in process.
 """
 
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
 import dagster as dg
 import pytest
@@ -173,47 +176,83 @@ def own_assets(table_name=None):
     return salaries, payroll_report
 
 
-EVIL = contract("urn:evil:t", [obj("t", key="salaries", quality=[{"metric": "rowCount", "mustBe": 12345}])],
-                name="t")
-EVIL_BY_NAME = contract("urn:evil:s", [obj("salaries", quality=[{"metric": "rowCount", "mustBe": 12345}])],
-                        name="s")
-# (the contract, the table the asset says it builds, the assets the user lets block, through defs=; blocks?)
+EV = {**WH, "server": "ev"}  # the intruder's own server, on the same warehouse file
+ROW_COUNT = [{"metric": "rowCount", "mustBe": 12345}]
+EVIL = contract("urn:evil:t", [obj("t", key="salaries", quality=ROW_COUNT)], EV, name="t")
+EVIL_ON_WH = contract("urn:evil:t", [obj("t", key="salaries", quality=ROW_COUNT)], name="t")
+EVIL_BY_NAME = contract("urn:evil:s", [obj("salaries", quality=ROW_COUNT)], EV, name="s")
+# what the operator declared: nothing; servers, none bound to a folder; payroll's server bound to
+# payroll's folder (the intruder's server declared, not bound); and the intruder's bound to its own
+NOTHING: dict[str, str] = {}
+DECLARED = {"DQ_CONTRACTS_WH_TYPE": "duckdb", "DQ_CONTRACTS_EV_TYPE": "duckdb"}
+PAYROLL_BOUND = {"DQ_CONTRACTS_WH_CONTRACTS": "contracts/payroll", "DQ_CONTRACTS_EV_TYPE": "duckdb"}
+BOTH_BOUND = {"DQ_CONTRACTS_WH_CONTRACTS": "contracts/payroll", "DQ_CONTRACTS_EV_CONTRACTS": "contracts/evil"}
+
+
+class Own(NamedTuple):
+    document: dict  # the contract another team drops in contracts/evil
+    bind: dict[str, str] = PAYROLL_BOUND  # the operator's variables
+    table: object = None  # the table salaries says it builds (`dagster/table_name`)
+    blocking: tuple[str, ...] = ()  # build_contract_defs(blocking_assets=...)
+    via_defs: bool = False  # the user's assets given through defs= rather than assets=
+    via_resource: bool = False  # the binding given as the resource's `contracts` rather than the environment
+    blocks: bool = False
+
+
 OWN = {
-    "dagsterAssetKey naming the asset, which names no table": (EVIL, None, (), False, False),
-    "a physicalName keyed as the asset, which names no table": (EVIL_BY_NAME, None, (), False, False),
-    "the asset names another table": (EVIL, "w.hr.salaries", (), False, False),
-    "the asset given in defs=": (EVIL, None, (), True, False),
-    "the asset names the table the checks read": (EVIL, "w.analytics.t", (), False, True),
-    "the same, case apart, as a text metadata value": (EVIL, dg.MetadataValue.text("W.Analytics.T"), (), False, True),
-    "the user lists it in blocking_assets": (EVIL, None, ("salaries",), False, True),
+    # (a) no line between teams: as before fix28d, a contract naming the asset blocks it (the single-team use)
+    "nothing bound: a dagsterAssetKey naming the asset blocks it": Own(EVIL, NOTHING, blocks=True),
+    "nothing bound: a physicalName keyed as the asset": Own(EVIL_BY_NAME, NOTHING, blocks=True),
+    "nothing bound: the asset given in defs=": Own(EVIL, NOTHING, via_defs=True, blocks=True),
+    "servers declared, none bound to a folder": Own(EVIL, DECLARED, blocks=True),
+    # the attacker's repro (finding 6) with payroll's folder bound: nothing of payroll's is stopped
+    "payroll bound: the intruder on payroll's server (refused)": Own(EVIL_ON_WH),
+    "payroll bound: a dagsterAssetKey naming the asset, which names no table": Own(EVIL),
+    "payroll bound: a physicalName keyed as the asset, which names no table": Own(EVIL_BY_NAME),
+    "payroll bound: the asset names another table": Own(EVIL, table="w.hr.salaries"),
+    "payroll bound: the asset given in defs=": Own(EVIL, via_defs=True),
+    "payroll bound by the resource's contracts": Own(EVIL, {"DQ_CONTRACTS_EV_TYPE": "duckdb"}, via_resource=True),
+    # (b) the operator bound the contract's own server to its folder
+    "the contract is in the folder its server is bound to": Own(EVIL, BOTH_BOUND, blocks=True),
+    # (c) the asset says it builds the table; (d) the user lists it
+    "payroll bound: the asset names the table the checks read": Own(EVIL, table="w.analytics.t", blocks=True),
+    "payroll bound: the same, case apart, as a text metadata value": Own(
+        EVIL, table=dg.MetadataValue.text("W.Analytics.T"), blocks=True),
+    "payroll bound: the user lists it in blocking_assets": Own(EVIL, blocking=("salaries",), blocks=True),
 }
 
 
 @pytest.mark.parametrize("case", OWN.values(), ids=OWN.keys())
-def test_a_contract_stops_the_user_s_asset_only_where_the_asset_builds_its_table(tmp_path, monkeypatch, case):
-    document, table, blocking, via_defs, blocks = case
+def test_a_contract_stops_the_user_s_asset_only_where_the_operator_or_the_asset_lets_it(tmp_path, monkeypatch,
+                                                                                        case: Own):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "data").mkdir()
-    duckdb_with(tmp_path / "data" / "w.duckdb", "CREATE SCHEMA analytics", "CREATE TABLE analytics.t (id INTEGER)")
-    folder = tmp_path / "contracts" / "evil"
-    folder.mkdir(parents=True)
-    (folder / "t.odcs.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
-    salaries, report = own_assets(table)
-    kwargs = {"blocking_assets": blocking} if blocking else {}
+    duckdb_with(tmp_path / "data" / "w.duckdb", "CREATE SCHEMA analytics", "CREATE TABLE analytics.t (id INTEGER)",
+                "CREATE TABLE analytics.orders (id INTEGER)")
+    for folder, file, document in (("payroll", "pay", PAYROLL), ("evil", "t", case.document)):
+        (tmp_path / "contracts" / folder).mkdir(parents=True)
+        (tmp_path / "contracts" / folder / f"{file}.odcs.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+    for variable, value in case.bind.items():
+        monkeypatch.setenv(variable, value)
+    salaries, report = own_assets(case.table)
+    kwargs = {"blocking_assets": case.blocking} if case.blocking else {}
+    if case.via_resource:
+        kwargs["resource"] = WarehouseResource(servers={"wh": ServerSettings(contracts=["contracts/payroll"])})
     built = (build_contract_defs(tmp_path / "contracts", defs=dg.Definitions(assets=[salaries, report]), **kwargs)
-             if via_defs else build_contract_defs(tmp_path / "contracts", assets=[salaries, report], **kwargs))
+             if case.via_defs else build_contract_defs(tmp_path / "contracts", assets=[salaries, report], **kwargs))
     defs = dg.Definitions.merge(built, dg.Definitions(executor=dg.in_process_executor))
-    [spec] = [s for c in defs.asset_checks for s in c.check_specs if s.name == "row_count"]
-    assert spec.asset_key == dg.AssetKey("salaries") and spec.blocking is blocks
+    # the intruder on payroll's bound server is refused: salaries shows its problems, stopping nothing
+    name = "contract_valid" if case.document is EVIL_ON_WH else "row_count"
+    [spec] = [s for c in defs.asset_checks for s in c.check_specs if s.name == name]
+    assert spec.asset_key == dg.AssetKey("salaries") and spec.blocking is case.blocks
     # the asset's table is its own word: no contract writes one onto it
     [asset] = [s for s in (defs.assets or []) if isinstance(s, dg.AssetsDefinition) and s.key.path == ["salaries"]]
-    assert (asset.specs_by_key[asset.key].metadata or {}).get("dagster/table_name") == table
-    if not blocks:
-        assert "does not say it builds w.analytics." in spec.description
-        assert spec.metadata["dq_contracts/blocks"].startswith("no: asset salaries does not say it builds")
+    assert (asset.specs_by_key[asset.key].metadata or {}).get("dagster/table_name") == case.table
+    if not case.blocks and name == "row_count":
+        assert spec.metadata["dq_contracts/blocks"].startswith("no: asset salaries does not say it builds w.analytics.")
+        assert "the operator binds servers to folders (DQ_CONTRACTS_WH_CONTRACTS)" in spec.description
     result = defs.resolve_implicit_global_asset_job_def().execute_in_process(raise_on_error=False)
-    [evaluation] = [e for e in result.get_asset_check_evaluations() if e.check_name == "row_count"]
+    [evaluation] = [e for e in result.get_asset_check_evaluations() if e.check_name == name]
     assert not evaluation.passed  # the check ran and shows its failure either way
     built_keys = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
-    assert ("payroll_report" in built_keys) is not blocks and result.success is not blocks
-
+    assert ("payroll_report" in built_keys) is not case.blocks and result.success is not case.blocks

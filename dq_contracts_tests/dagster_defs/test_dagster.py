@@ -266,7 +266,7 @@ def test_error_clauses_block_downstream_assets_warn_clauses_do_not(tmp_path, mon
     contracts = demo_shop(tmp_path, tables=[])
     database = tmp_path / "demo_data" / "warehouse.duckdb"
 
-    @dg.asset(name="orders", metadata={"dagster/table_name": "warehouse.analytics.orders"})  # the table it builds
+    @dg.asset(name="orders")
     def orders():
         write_tables(database, ["orders", "order_items"])
         with duckdb.connect(str(database)) as connection:  # one negative total: an ERROR clause breaks

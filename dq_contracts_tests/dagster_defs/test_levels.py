@@ -18,7 +18,7 @@ def test_one_check_warns_then_fails_by_the_level_reached(tmp_path):
     contract.write_text(CONTRACT)
     database, nulls = tmp_path / "wh.duckdb", [0]
 
-    @dg.asset(name="t", metadata={"dagster/table_name": "wh.main.t"})  # it builds the table the checks read
+    @dg.asset(name="t")
     def t():
         with duckdb.connect(str(database)) as connection:
             connection.execute("CREATE OR REPLACE TABLE t (a VARCHAR)")
