@@ -48,8 +48,11 @@ UPSTREAM = {"order_items": ["orders"], "payments": ["orders"]}
 
 
 def demo_asset(name: str, database: Path) -> dg.AssetsDefinition:
-    # no description of its own: the asset shows its contract's
-    @dg.asset(name=name, kinds={"duckdb"}, deps=UPSTREAM.get(name, []))
+    # no description of its own: the asset shows its contract's. Its table's name, as the contract's
+    # asset names it, says that this asset builds the table the checks read: their ERROR clauses block
+    # it even once the operator binds folders
+    @dg.asset(name=name, kinds={"duckdb"}, deps=UPSTREAM.get(name, []),
+              metadata={"dagster/table_name": f"{database.stem}.analytics.{name}"})
     def build_table(context):
         written = write_tables(database, [name])
         context.log.info(f"wrote {written[name]} rows to {database} analytics.{name}")

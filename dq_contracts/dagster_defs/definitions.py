@@ -89,6 +89,19 @@ def _partitions_of(items: Iterable[Any]) -> dict[dg.AssetKey, dg.PartitionsDefin
     return found
 
 
+def _tables_of(items: Iterable[Any]) -> dict[dg.AssetKey, str]:
+    """The table each of the user's assets says it builds (its `dagster/table_name` metadata)."""
+    found: dict[dg.AssetKey, str] = {}
+    for item in items:
+        specs = item.specs if isinstance(item, dg.AssetsDefinition) else [item] if isinstance(item, dg.AssetSpec) else []
+        for spec in specs:
+            value = (spec.metadata or {}).get("dagster/table_name")
+            value = getattr(value, "value", value)
+            if isinstance(value, str):
+                found[spec.key] = value
+    return found
+
+
 def _with_contract(contract_specs: dict[dg.AssetKey, dg.AssetSpec]):
     """A spec mapper: the user's asset keeps what it says and gains what the contract adds (column
     schema, owners, tags, links, the not-enforced list, the freshness policy)."""
@@ -98,7 +111,10 @@ def _with_contract(contract_specs: dict[dg.AssetKey, dg.AssetSpec]):
         if ours is None:
             return spec
         spec = spec.merge_attributes(
-            metadata={k: v for k, v in (ours.metadata or {}).items() if k not in (spec.metadata or {})},
+            # never the table's name: which table the asset builds is its own word (whether a contract's
+            # ERROR clauses may block it), which no contract that names its key can give it
+            metadata={k: v for k, v in (ours.metadata or {}).items()
+                      if k not in (spec.metadata or {}) and k != "dagster/table_name"},
             owners=[o for o in ours.owners if o not in spec.owners],
             tags={k: v for k, v in (ours.tags or {}).items() if k not in (spec.tags or {})},
         )
@@ -127,6 +143,7 @@ class _Settings:
     partition_jobs: bool
     strict: bool
     name: str | None
+    blocking_assets: tuple[dg.AssetKey, ...] = ()
 
     @property
     def theirs(self) -> list[Any]:
@@ -154,12 +171,20 @@ def build_contract_defs(
     partition_jobs: bool = True,
     strict: bool = False,
     name: str | None = None,
+    blocking_assets: Sequence[Any] = (),
 ) -> dg.Definitions:
     """Definitions for every contract under `paths`.
 
     `assets` (and the assets of `defs`) are the user's own: a schema object whose asset key one of
-    them has gets its checks attached to it (they run after each materialisation, and ERROR clauses
-    block downstream assets) instead of an external AssetSpec.
+    them has gets its checks attached to it (they run after each materialisation) instead of an
+    external AssetSpec. Its ERROR clauses block its downstream assets, as long as the operator binds
+    no server of the contracts to a folder (`DQ_CONTRACTS_<SERVER>_CONTRACTS`, the resource's
+    `contracts`: no line between teams). Once the operator does, they block where the contract is in
+    the folder its server is bound to, where the asset says it builds the table they read (its
+    `dagster/table_name` metadata is the object's, as the translator writes it:
+    `warehouse.analytics.orders`), or where `blocking_assets` lists its key (your word that every
+    contract naming it may stop its runs); elsewhere a contract that names its key cannot stop its
+    run, and each such check says so (`dq_contracts/blocks`).
 
     What runs when: each check has an automation condition (the translator's
     `automation_condition`): it runs when its table is updated (materialised in Dagster, or reported
@@ -203,7 +228,7 @@ def build_contract_defs(
         resource=resource or WarehouseResource(), resource_key=resource_key, freshness_sensor=freshness_sensor,
         automation_sensor=automation_sensor, alert_sensor=alert_sensor, alert_ui_url=alert_ui_url,
         contract_jobs=contract_jobs, partition_jobs=partition_jobs,
-        strict=strict, name=name)
+        strict=strict, name=name, blocking_assets=tuple(dg.AssetKey.from_coercible(k) for k in blocking_assets))
     with gc_paused():
         try:
             return _build_defs(paths, settings)
@@ -221,7 +246,9 @@ def _build_defs(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
     own = _keys_of(settings.theirs)
     built = build_contract_specs(loaded.usable_plans, settings.translator, server=server,
                                  crons_as_conditions=not settings.contract_jobs, own_keys=own,
-                                 own_partitions=_partitions_of(settings.theirs))
+                                 own_partitions=_partitions_of(settings.theirs),
+                                 own_tables=_tables_of(settings.theirs), blocking_assets=settings.blocking_assets,
+                                 keepers=loaded.keepers, bindings=loaded.bindings)
     refused = _refusal(paths, loaded, built.rejected, settings)
     if refused is not None:
         raise refused

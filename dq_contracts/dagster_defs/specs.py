@@ -71,25 +71,60 @@ def pool_of(server: dict[str, Any] | None) -> str | None:
 def build_contract_specs(plans: Iterable[ContractPlan], translator: DqContractsTranslator | None = None, *,
                          server: str | None = None, crons_as_conditions: bool = True,
                          own_keys: Iterable[dg.AssetKey] = (),
-                         own_partitions: dict[dg.AssetKey, dg.PartitionsDefinition] | None = None) -> ContractSpecs:
+                         own_partitions: dict[dg.AssetKey, dg.PartitionsDefinition] | None = None,
+                         own_tables: dict[dg.AssetKey, str] | None = None,
+                         blocking_assets: Iterable[dg.AssetKey] = (),
+                         keepers: Iterable[str] = (), bindings: Iterable[str] = ()) -> ContractSpecs:
     """Asset and check specs of every plan. A translator exception, or two contracts the translator
     maps to one asset key, cost that contract only (it is returned in `rejected`).
 
     `crons_as_conditions`: a contract cron becomes part of its clauses' automation condition
     (False when the crons are Dagster schedules instead). `own_keys`: the keys of the user's own
     assets, which Dagster materialises (their ERROR clauses are blocking checks); `own_partitions`:
-    their partitions definitions, which their checks judged per partition take."""
+    their partitions definitions, which their checks judged per partition take.
+
+    `keepers`: the contract files the operator's binding protects (LoadResult.keepers), which keep a
+    key the translator gives an unbound contract too; `bindings`: the operator's variables that bind
+    the contracts' servers to folders (LoadResult.bindings). A contract's ERROR clauses block one of
+    the user's assets where the operator drew no line between teams (no `bindings`), where the
+    contract is a keeper, where the asset says it builds the table they read (`own_tables`: its
+    `dagster/table_name`, equal to the one the translator gives the object) or where the user lists
+    it in `blocking_assets`: any other contract naming its key attaches checks that run and show, but
+    never stop its run or its downstream."""
     # code references are a beta API of Dagster 1.13, partitioned checks a preview: not the user's concern
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dg.BetaWarning)
         warnings.simplefilter("ignore", dg.PreviewWarning)
         return _build(list(plans), translator or DqContractsTranslator(), server, crons_as_conditions,
-                      set(own_keys), own_partitions or {})
+                      _Own(set(own_keys), own_partitions or {}, own_tables or {}, set(blocking_assets)),
+                      set(keepers), tuple(bindings))
+
+
+@dataclass(frozen=True)
+class _Own:
+    """What the user's own assets say: their keys, partitions, table names, and those listed to block."""
+
+    keys: set[dg.AssetKey]
+    partitions: dict[dg.AssetKey, dg.PartitionsDefinition]
+    tables: dict[dg.AssetKey, str]
+    blocking: set[dg.AssetKey]
+
+    def builds(self, asset: dg.AssetSpec) -> bool:
+        """Whether the user's asset of this key builds the table the contract's object reads."""
+        ours, theirs = _text((asset.metadata or {}).get("dagster/table_name")), self.tables.get(asset.key)
+        return asset.key in self.blocking or (theirs is not None and ours is not None
+                                              and theirs.strip().lower() == ours.strip().lower())
+
+
+def _text(value: Any) -> str | None:
+    """A metadata entry's text (a plain string, or Dagster's TextMetadataValue), else None."""
+    value = getattr(value, "value", value)
+    return value if isinstance(value, str) else None
 
 
 def _build(plans: list[ContractPlan], translator: DqContractsTranslator, server: str | None,
-           crons_as_conditions: bool, own_keys: set[dg.AssetKey],
-           own_partitions: dict[dg.AssetKey, dg.PartitionsDefinition]) -> ContractSpecs:
+           crons_as_conditions: bool, own: _Own, keepers: set[str], bindings: tuple[str, ...]) -> ContractSpecs:
+    own_keys, own_partitions = own.keys, own.partitions
     out = ContractSpecs()
     named: list[tuple[ContractPlan, list[tuple[ObjectPlan, dg.AssetSpec]]]] = []
     claimed: dict[dg.AssetKey, list[ContractPlan]] = {}
@@ -108,12 +143,23 @@ def _build(plans: list[ContractPlan], translator: DqContractsTranslator, server:
         named.append((plan, assets))
     # a key two objects take (of two contracts, or of one) is a problem of each: none wins by order
     contested = {key: claimants for key, claimants in claimed.items() if len(claimants) > 1}
+    # the one claimant the operator's binding protects keeps the key (load.py, the same rule)
+    kept_by = {key: bound[0] for key, claimants in contested.items()
+               if len(bound := [p.file for p in claimants if p.file in keepers]) == 1}
     kept = []
     for plan, assets in named:
-        clash = next((spec.key for _, spec in assets if spec.key in contested), None)
+        clash = next((spec.key for _, spec in assets if spec.key in contested and kept_by.get(spec.key) != plan.file),
+                     None)
         if clash is None:
             kept.append((plan, assets))
             key_of.update({(plan.id, obj.name): spec.key for obj, spec in assets})
+            continue
+        keeper = kept_by.get(clash)
+        if keeper is not None:
+            out.rejected.append(_rejected(plan, f"asset {clash.to_user_string()}, once the translator has named it, "
+                                          f"is also the asset of {keeper}, in a folder the operator binds to the "
+                                          "server it uses, and this contract's folder is not: that contract keeps "
+                                          "it, and this one is not loaded; give this one another key"))
             continue
         others = sorted({p.file for p in contested[clash]} - {plan.file}) or ["another object of this contract"]
         out.rejected.append(_rejected(plan, f"asset {clash.to_user_string()}, once the translator has named it, "
@@ -127,6 +173,8 @@ def _build(plans: list[ContractPlan], translator: DqContractsTranslator, server:
             for pair in schedule.checks:
                 crons[pair] = (*crons.get(pair, ()), schedule.cron)
         pool = pool_of(server_of(plan, server))
+        # no team line drawn (as before any binding), or one the operator drew around this contract
+        may_block = not bindings or plan.file in keepers
         try:
             objects = []
             for obj, asset in assets:
@@ -140,7 +188,8 @@ def _build(plans: list[ContractPlan], translator: DqContractsTranslator, server:
                     partitions = own_partitions.get(asset.key) if asset.key in own_keys else asset.partitions_def
                     data = ContractCheckData(plan, obj, check, asset.key, target if target != asset.key else None,
                                              crons.get((obj.name, check.name), ()), asset.key in own_keys,
-                                             partitions)
+                                             partitions, asset.key in own_keys and (may_block or own.builds(asset)),
+                                             _text((asset.metadata or {}).get("dagster/table_name")), bindings)
                     checks.append((check, translator.get_asset_check_spec(data)))
                 objects.append(ObjectSpecs(plan, obj, asset, tuple(checks), pool))
         except Exception as exc:

@@ -63,6 +63,12 @@ class ContractCheckData:
     # the asset's partitions (the user's asset's, or the contract's declaration): a clause judged per
     # partition gets them, when the object names its partition column
     partitions_def: dg.PartitionsDefinition | None = None
+    # whether its ERROR clauses may block the user's asset: the operator binds no server of the
+    # contracts to a folder, or binds this one's to its folder; or the asset says it builds the table
+    # the check reads (its `dagster/table_name` is the object's), or the user lists it in `blocking_assets`
+    may_block: bool = True
+    table_name: str | None = None  # the table the check reads, as the object's asset spec names it
+    bindings: tuple[str, ...] = ()  # the operator's variables binding the contracts' servers to folders
 
     @property
     def per_partition(self) -> bool:
@@ -113,12 +119,14 @@ class DqContractsTranslator:
         plan, obj, check = data.contract, data.object, data.check
         # ERROR clauses block where Dagster materialises the asset. A relationship waits for the
         # table it reads; were it blocking too, one table failing an ERROR clause would skip
-        # checks across every table downstream of it, chained
-        blocking = check.blocking and data.materialised_in_dagster and data.target_asset_key is None
+        # checks across every table downstream of it, chained. Where the operator draws lines between
+        # teams, a contract outside them that only names the user's asset (its key) cannot stop its run
+        blocking = (check.blocking and data.materialised_in_dagster and data.may_block
+                    and data.target_asset_key is None)
         return dg.AssetCheckSpec(
             name=check.name,
             asset=data.asset_key,
-            description=described(check_description(plan, check) + waits_for(data)),
+            description=described(check_description(plan, check) + waits_for(data) + not_blocking(check, data)),
             blocking=blocking,
             additional_deps=[data.target_asset_key] if data.target_asset_key else None,
             automation_condition=self.automation_condition(data),
@@ -361,7 +369,29 @@ def blocks_text(check: CheckPlan, blocking: bool, data: Any) -> str:
         return "no: a WARN clause marks the check failed and stops nothing"
     if data.target_asset_key is not None:
         return "no: a relationship reads another table; blocking it would stop every table downstream of that one"
+    if data.materialised_in_dagster:
+        return "no: " + not_its_table(data)
     return "no: Dagster does not materialise this table, so there is no downstream run to stop"
+
+
+NOT_ITS_TABLE = ("asset {asset} does not say it builds {table}, the table this check reads (its "
+                 "`dagster/table_name` metadata), and the operator binds servers to folders ({bindings}) but "
+                 "this contract is not in its server's bound folder, so a contract that names its key cannot "
+                 "stop its run; set that metadata on the asset, list it in "
+                 "build_contract_defs(blocking_assets=...), or bind this contract's folder to its server")
+
+
+def not_its_table(data: Any) -> str:
+    """Why an ERROR clause on the user's asset does not block it (data.may_block is False)."""
+    return NOT_ITS_TABLE.format(asset=data.asset_key.to_user_string(), table=data.table_name or data.object.physical_name,
+                                bindings=", ".join(data.bindings) or "DQ_CONTRACTS_<SERVER>_CONTRACTS")
+
+
+def not_blocking(check: CheckPlan, data: Any) -> str:
+    """The description's word on an ERROR clause that would block the user's asset but may not."""
+    if not (check.blocking and data.materialised_in_dagster and data.target_asset_key is None) or data.may_block:
+        return ""
+    return ". Not blocking: " + not_its_table(data)
 
 
 def waits_for(data: Any) -> str:

@@ -19,7 +19,7 @@ from dq_contracts.odcs.folder import FolderIndex
 from dq_contracts.odcs.names import INVALID_ASSET_PREFIX, definition_names, fixed_name_taken, name_refusal, short_prefixes, contested_prefixes, distinct_transliterated_keys
 from dq_contracts.odcs.servers import checkable
 from dq_contracts.odcs.classification import share_classification
-from dq_contracts.odcs.declaration import root_of_loaded, server_name, server_refusals
+from dq_contracts.odcs.declaration import bound, declaration_of, env_prefix, root_of_loaded, server_name, server_refusals
 from dq_contracts.odcs.loader import load_documents
 from dq_contracts.odcs.paths import named_path, parts_of
 from dq_contracts.odcs.plans import ContractPlan
@@ -47,6 +47,12 @@ class LoadResult:
     problems: list[Problem] = field(default_factory=list)
     files_read: int = 0
     rejected: list[RejectedContract] = field(default_factory=list)
+    # file -> the operator's variable that binds the server it uses to its folder (`_CONTRACTS`): such
+    # a contract keeps its asset keys, id and names against one not in its own server's bound folder
+    keepers: dict[str, str] = field(default_factory=dict)
+    # the variables that bind the server of any contract read to folders (folder_bindings): none, and
+    # the operator drew no line between teams (a contract's ERROR clauses block the user's asset it names)
+    bindings: tuple[str, ...] = ()
     # file -> the short name its Dagster definitions take (compiler.short_prefixes over every compiled
     # contract, so that rejecting one renames no other)
     prefixes: dict[str, str] = field(default_factory=dict)
@@ -77,8 +83,7 @@ def server_problems(plans: Iterable[ContractPlan], server: str | None,
                                  f"{', '.join(repr(n) for n in names) or 'no servers'}", "servers",
                                  line_of(plan, ("servers",))))
             continue
-        index = (names.index(server) if server is not None
-                 else next((i for i, s in enumerate(plan.servers) if checkable(s)), None))
+        index = _server_index(plan, server)
         if index is None:
             continue
         physical = tuple(o.physical_name for o in plan.objects)
@@ -87,6 +92,42 @@ def server_problems(plans: Iterable[ContractPlan], server: str | None,
             found.append(Problem(plan.file, message, named_path({"servers": list(plan.servers)}, parts),
                                  line_of(plan, parts)))
     return found
+
+
+def _server_index(plan: ContractPlan, server: str | None) -> int | None:
+    """The index of the server the contract's checks use: the one named `server`, else its first SQL one."""
+    names = [server_name(s) for s in plan.servers]
+    if server is not None:
+        return names.index(server) if server in names else None
+    return next((i for i, s in enumerate(plan.servers) if checkable(s)), None)
+
+
+def _folder_bindings(plans: Iterable[ContractPlan], server: str | None, environ: Mapping[str, str] | None):
+    """(plan, the variable, whether it holds the plan) for each plan whose server the operator binds
+    to folders (`DQ_CONTRACTS_<SERVER>_CONTRACTS`)."""
+    for plan in plans:
+        index = _server_index(plan, server)
+        if index is None:
+            continue
+        name = server_name(plan.servers[index])
+        declaration = declaration_of(name, environ)
+        if declaration.contracts:
+            yield plan, f"{env_prefix(name)}_CONTRACTS", bound(declaration, plan.file)
+
+
+def bound_contracts(plans: Iterable[ContractPlan], server: str | None,
+                    environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """file -> the variable (`DQ_CONTRACTS_<SERVER>_CONTRACTS`) by which the operator binds the server
+    the contract uses to a folder that holds it: what the operator drew, which no contract can claim
+    by what it writes (a file outside the folder is not bound, whatever server it names)."""
+    return {plan.file: variable for plan, variable, holds in _folder_bindings(plans, server, environ) if holds}
+
+
+def folder_bindings(plans: Iterable[ContractPlan], server: str | None,
+                    environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The variables by which the operator binds the server of any of these contracts to folders,
+    whether or not they hold it: none, and the operator drew no line between teams."""
+    return tuple(sorted({variable for _, variable, _ in _folder_bindings(plans, server, environ)}))
 
 
 def support_problems(plans: Iterable[ContractPlan], line_of=lambda plan, parts: None,
@@ -155,6 +196,8 @@ def _load_contracts(paths: Iterable[str | os.PathLike[str]], server: str | None,
     roots = _roots_of(paths)
     # files that could not even be parsed count as read too
     result = LoadResult(problems=problems, files_read=len(documents) + len({p.file for p in problems}))
+    documents, links = _links_read_once(documents)
+    result.problems.extend(links)
     compiled: list[tuple[ContractPlan, object]] = []
     valid: list[tuple[ValidatedContract, object]] = []
     for document in documents:
@@ -179,19 +222,25 @@ def _load_contracts(paths: Iterable[str | os.PathLike[str]], server: str | None,
                         (d for _, d in compiled)))
     result.problems.extend(_classified_partitions(compiled))
 
-    result.prefixes = short_prefixes(plan for plan, _ in compiled)
-    contested_names = contested_prefixes(p for p, _ in compiled)
+    result.keepers = bound_contracts((p for p, _ in compiled), server, environ)
+    result.bindings = folder_bindings((p for p, _ in compiled), server, environ)
+    result.prefixes = short_prefixes((plan for plan, _ in compiled), result.keepers)
+    contested_names = contested_prefixes((p for p, _ in compiled), result.keepers)
     for plan, document in compiled:
         others = contested_names.get(plan.file)
         if others:
+            keeper = next((f for f in others if f in result.keepers), None)
             result.problems.append(_problem(plan, document, ["name"], (
                 f"the contract's name {plan.name!r} is also the name of {', '.join(others[:SHOWN_CLAIMANTS])}: "
-                f"neither takes it for its Dagster names, each is named after its id "
+                + (f"{keeper}, in a folder the operator binds ({result.keepers[keeper]}), takes it for its Dagster "
+                   "names, and this one is" if keeper and plan.file not in result.keepers else
+                   "neither takes it for its Dagster names, each is") + f" named after its id "
                 f"({result.prefixes[plan.file]!r}); give each contract a name of its own"), "warning"))
     broken = {p.file for p in contract_errors_of(result.problems)}
-    contested = _cross_file_problems(compiled, result.prefixes, cron_rule, broken)
+    lost: dict[str, set[tuple[str, ...]]] = {}
+    contested = _cross_file_problems(compiled, result.prefixes, cron_rule, broken, result.keepers, lost)
     result.problems.extend(contested)
-    failed = {p.file for p in contested}
+    failed = {p.file for p in contract_errors_of(contested)}
     result.plans.extend(plan for plan, _ in compiled if plan.file not in failed)
     by_file = {d.file: d for d in documents}
     result.problems.extend(server_problems(result.plans, server, lambda p, parts: by_file[p.file].line_of(parts),
@@ -207,8 +256,26 @@ def _load_contracts(paths: Iterable[str | os.PathLike[str]], server: str | None,
         plan = compiled_by_file.get(file)
         if plan is None and file in by_file:
             plan = outline_contract(by_file[file].data, file)
+        if plan is not None and file in lost:  # its problems are not shown on the asset a bound contract kept
+            plan = dataclasses.replace(plan, objects=tuple(o for o in plan.objects if o.asset_key not in lost[file]))
         result.rejected.append(RejectedContract(file, tuple(problems_of[file]), plan))
     return result
+
+
+def _links_read_once(documents: list) -> tuple[list, list[Problem]]:
+    """A symbolic link to a contract file read beside it is that file, not a second contract: read
+    once, under the file's own path (a warning at the link), so that a link dropped in the folder
+    claims nothing and knocks nothing out. Of links alone to one file, the first by path is read."""
+    by_real: dict[str, list] = {}
+    for document in documents:
+        by_real.setdefault(os.path.realpath(document.file), []).append(document)
+    kept, found = {}, []
+    for real, same in by_real.items():
+        keep = next((d for d in same if os.path.abspath(d.file) == real), min(same, key=lambda d: d.file))
+        kept[id(keep)] = keep
+        found.extend(Problem(d.file, f"a symbolic link to {keep.file}: the same contract, read once, as {keep.file}",
+                             severity=ProblemSeverity.WARNING) for d in same if d is not keep)
+    return [d for d in documents if id(d) in kept], found
 
 
 def _classified_partitions(compiled: list[tuple[ContractPlan, object]]) -> list[Problem]:
@@ -241,7 +308,8 @@ def _root_of(file: str, roots: list[tuple[str, str]]) -> str:
 
 
 def _cross_file_problems(compiled: list[tuple[ContractPlan, object]], prefixes: dict[str, str],
-                         cron_rule: CronRule | None, broken: set[str]) -> list[Problem]:
+                         cron_rule: CronRule | None, broken: set[str], keepers: Mapping[str, str] | None = None,
+                         lost: dict[str, set[tuple[str, ...]]] | None = None) -> list[Problem]:
     """What one contract would take from another, judged on the whole folder at once, so that no
     file wins by the order files are read in: an (id, version), an asset, a Dagster name claimed by
     two contracts (or twice by one) is a problem of every contract that claims it, each naming the
@@ -251,9 +319,16 @@ def _cross_file_problems(compiled: list[tuple[ContractPlan, object]], prefixes: 
     a name Dagster would refuse, or one of dq_contracts' own, is a problem too, as is a cron the
     scheduler refuses (`cron_rule`).
 
+    Where the operator drew the boundary (`keepers`: contracts in a folder the server they use is
+    bound to), a claim of a bound contract and of unbound ones is the bound contract's: each unbound
+    claimant is rejected, naming it, and the assets it lost are added to `lost` (its problems are not
+    shown on them); the bound one loads, with a warning. Two bound claimants are judged as above.
+
     Every contract read claims its id and its assets, even one with errors of its own (`broken`):
     its `contract_valid` check goes on them. Names are claimed only by the contracts still able to
     run: a contract that builds nothing takes no name."""
+    keepers = keepers or {}
+    lost = {} if lost is None else lost
     found: list[Problem] = []
     # claim -> [(plan, document, document parts, what claims it)], in one pass over every claim
     claims: dict[tuple, list[tuple[ContractPlan, object, tuple, str]]] = {}
@@ -266,7 +341,8 @@ def _cross_file_problems(compiled: list[tuple[ContractPlan, object]], prefixes: 
                 found.append(_problem(plan, document, parts, f"asset {'/'.join(obj.asset_key)} is under "
                                       f"{INVALID_ASSET_PREFIX}/, where dq_contracts shows the files it cannot read; "
                                       "give the object another physicalName or dagsterAssetKey"))
-    contested = {plan.file for claimants in claims.values() if len(claimants) > 1 for plan, *_ in claimants}
+    contested = _judge_claims(claims, keepers, lost, found)
+    claims = {}
     for plan, document in compiled:
         if plan.file in broken or plan.file in contested:
             continue
@@ -284,20 +360,54 @@ def _cross_file_problems(compiled: list[tuple[ContractPlan, object]], prefixes: 
             if refusal:
                 found.append(_problem(plan, document, (*parts_of(schedule.clause), "schedule"),
                                       f"cron {schedule.cron!r}: {refusal}"))
+    _judge_claims(claims, keepers, lost, found)
+    return found
+
+
+def _judge_claims(claims: dict[tuple, list[tuple[ContractPlan, object, tuple, str]]], keepers: Mapping[str, str],
+                  lost: dict[str, set[tuple[str, ...]]], found: list[Problem]) -> set[str]:
+    """Every claim made more than once, as problems in `found`; the files refused for it."""
+    refused: set[str] = set()
     for claim, claimants in claims.items():
         if len(claimants) < 2:
             continue
         kind = claim[0]
+        keeping = [c for c in claimants if c[0].file in keepers]
+        if keeping and len(keeping) < len(claimants):
+            keeper = keeping[0][0]
+            for plan, document, parts, label in claimants:
+                if plan.file in keepers:
+                    continue
+                refused.add(plan.file)
+                if kind == "asset":
+                    lost.setdefault(plan.file, set()).add(claim[1])
+                found.append(_problem(plan, document, parts, _CLAIMED[kind](claim, label) + (
+                    f" {_claimant(keeper, keeping[0][3])}, in a folder the operator binds to the server it uses "
+                    f"({keepers[keeper.file]}), and this contract's folder is not: a bound contract's claim comes first, "
+                    "and this one is not loaded; " + _REMEDY[kind] + ", or ask the operator to bind this contract's folder")))
+            if len(keeping) == 1:
+                plan, document, parts, label = keeping[0]
+                others = sorted({c[0].file for c in claimants} - {plan.file})
+                found.append(_problem(plan, document, parts, _CLAIMED[kind](claim, label) + (
+                    f" {', '.join(others[:SHOWN_CLAIMANTS])}, not in a folder the operator binds to the server "
+                    f"it uses: this contract keeps it ({keepers[plan.file]}) and loads; that one is refused"),
+                    "warning"))
+                continue
+            claimants = keeping
         named = sorted((p.file, label2, i) for i, (p, _, _, label2) in enumerate(claimants))
         for i, (plan, document, parts, label) in enumerate(claimants):
+            refused.add(plan.file)
             # the first few others by file, so that N files claiming one asset cost N messages, not N²
-            others = [f"{label2} of this contract" if file == plan.file else
-                      f"{file} ({label2} of contract {claimants[j][0].id!r} {claimants[j][0].version})"
+            others = [f"{label2} of this contract" if file == plan.file else _claimant(claimants[j][0], label2)
                       for file, label2, j in named[:SHOWN_CLAIMANTS + 1] if j != i][:SHOWN_CLAIMANTS]
             more = f" and {len(claimants) - 1 - len(others)} more" if len(claimants) - 1 > len(others) else ""
             found.append(_problem(plan, document, parts, _CLAIMED[kind](claim, label) + f" {'; '.join(others)}{more}: "
                                   "none of them is loaded until only one claims it; " + _REMEDY[kind]))
-    return found
+    return refused
+
+
+def _claimant(plan: ContractPlan, label: str) -> str:
+    return f"{plan.file} ({label} of contract {plan.id!r} {plan.version})"
 
 
 SHOWN_CLAIMANTS = 5

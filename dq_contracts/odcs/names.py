@@ -149,20 +149,26 @@ def checks_job_name(prefix: str) -> str:
 
 
 
-def short_prefixes(plans: Iterable[ContractPlan]) -> dict[str, str]:
+def short_prefixes(plans: Iterable[ContractPlan], keepers: Iterable[str] = ()) -> dict[str, str]:
     """A short, readable, stable name per contract for its ops, jobs and schedules: its `name`, else
     the last part of its id, else (taken by a contract whose id sorts first) its whole id. The order
-    is the contracts' (id, version, file), never the order files were read in."""
+    is the contracts' (id, version, file), never the order files were read in. A short name that
+    one of `keepers` (the files in the folder the server they use is bound to) and only contracts
+    that are not could take is the keeper's."""
     plans = sorted(plans, key=lambda p: (p.id, p.version, p.file))
+    keepers = set(keepers)
     candidates = {plan.file: _prefix_candidates(plan) for plan in plans}
     # a short name two contracts could take is neither's: a new contract never takes an older one's
     # names (and the UI state and history on them) by sorting first
     wanted = Counter(name for names in candidates.values() for name in dict.fromkeys(names[:-1]))
+    kept = Counter(name for file, names in candidates.items() if file in keepers
+                   for name in dict.fromkeys(names[:-1]))
     taken: set[str] = set()
     out: dict[str, str] = {}
     for plan in plans:
         names = candidates[plan.file]
-        name = next((n for n in names[:-1] if wanted[n] == 1 and n not in taken), None)
+        mine = (lambda n: kept[n] == 1) if plan.file in keepers else (lambda n: wanted[n] == 1)
+        name = next((n for n in names[:-1] if mine(n) and n not in taken), None)
         if name is None:
             name = names[-1]
             while name in taken:  # the same id and version twice (a problem of both): any distinct name
@@ -182,13 +188,16 @@ def _prefix_candidates(plan: ContractPlan) -> list[str]:
 
 
 
-def contested_prefixes(plans: Iterable[ContractPlan]) -> dict[str, list[str]]:
-    """Per contract file, the other files whose contract has the same `name`: none of them takes it."""
+def contested_prefixes(plans: Iterable[ContractPlan], keepers: Iterable[str] = ()) -> dict[str, list[str]]:
+    """Per contract file, the other files whose contract has the same `name`: none of them takes it
+    (but the one of `keepers` among them, when there is one, which is then not listed)."""
+    keepers = set(keepers)
     by_name: dict[str, list[str]] = {}
     for plan in plans:
         if plan.name:
             by_name.setdefault(dagster_name(str(plan.name)), []).append(plan.file)
-    return {file: [f for f in files if f != file] for files in by_name.values() if len(files) > 1 for file in files}
+    return {file: [f for f in files if f != file] for files in by_name.values() if len(files) > 1 for file in files
+            if not (file in keepers and sum(f in keepers for f in files) == 1)}
 
 
 
