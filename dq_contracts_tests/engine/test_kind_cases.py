@@ -53,6 +53,7 @@ TYPES = {
     "DECIMAL": (lambda *a: sa.Numeric(*a) if a else sa.Numeric().with_variant(sa.Numeric(38, 10), "mysql"),
                 "number"),
     "DOUBLE": (sa.Double, "number"),
+    "REAL": (lambda: sa.REAL().with_variant(mysql.FLOAT(), "mysql"), "number"),  # single precision (MySQL's REAL is not)
     "BOOLEAN": (sa.Boolean, "boolean"),
     "DATE": (sa.Date, "date"),
     "TIMESTAMP": (lambda: sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql"), "timestamp"),
