@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Any, Callable
@@ -198,13 +199,14 @@ def bound_of(check: CheckPlan, checked: Any, column: ColumnElement, bound: Any, 
     kind = family(check, checked) if number is not None else None
     if kind == FLOAT:
         double = _double(number)
-        if double is None:  # no double is the bound: the doubles beside it, judged inclusively
-            near = float(number) if abs(number) < Fraction(2**1024) else math.copysign(math.inf, number)
+        if double is None and abs(number) > Fraction(sys.float_info.max):  # beyond every finite double:
+            # the largest one, past which only an infinity lies
+            double, strict = math.copysign(sys.float_info.max, number), lower == (number > 0)
+        elif double is None:  # no double is the bound: the doubles beside it, judged inclusively
+            near = float(number)
             above, below = (near, math.nextafter(near, -math.inf)) if Fraction(near) > number else \
                 (math.nextafter(near, math.inf), near)
             double, strict = (above if lower else below), False
-            if not math.isfinite(double):  # beyond every double: the column compares with its extreme
-                double = math.copysign(1.7976931348623157e308, double)
         return sa.cast(column, sa.Double), _literal_double(double), strict
     if kind in (INTEGER, DECIMAL):
         return column, _literal_decimal(_decimal(bound, number)), strict
