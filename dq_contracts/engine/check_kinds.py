@@ -20,10 +20,9 @@ import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
 from dq_contracts.odcs.plans import CheckPlan
-from dq_contracts.odcs.type_names import is_text
 from dq_contracts.engine.sql import as_bytes, compound_duplicates, orphan_samples
 from dq_contracts.engine.dialects import dialect_of
-from dq_contracts.engine import nested
+from dq_contracts.engine import exact, nested
 from dq_contracts.engine import own_queries as own
 from dq_contracts.engine import sentences as say
 from dq_contracts.engine.results import CheckResult, unevaluated
@@ -130,14 +129,6 @@ def exact_number(value: Any) -> Any:
     return value
 
 
-def _exact_listed(check: CheckPlan, checked: CheckedObject, values: list) -> list:
-    """Listed values as exact_number makes them, on a column not compared as text (on a text column
-    `1.0` is the text '1.0')."""
-    text = nested.leaf_is_text(check) if check.params.get("path") else \
-        is_text(checked.obj.column(check.params["column"]), values)
-    return values if text else [exact_number(v) for v in values]
-
-
 def utc_text(value: Any) -> str:
     """A timestamp bound as naive UTC text: an offset (`Z`, `-05:00`) is applied, never dropped; the
     session runs in UTC, so naive and zoned columns compare alike."""
@@ -153,15 +144,20 @@ def utc_text(value: Any) -> str:
 
 def _range(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
     p, col = check.params, _column(check, checked)
-    bound = _typed_bound(check, p["bound"])
     zoned = dialect_of(checked.dialect).zoned_time
     if p.get("logical_type") == "time" and zoned is not None:  # a TIMETZ column, or a bound's offset
         text = str(p["bound"]).removesuffix("Z") + ("+00:00" if str(p["bound"]).endswith("Z") else "")
-        col, bound = sa.cast(col, zoned), sa.cast(sa.bindparam(None, text, type_=sa.String), zoned)
-    if p["lower"]:
-        outside = col <= bound if p["strict"] else col < bound
+        value, strict = sa.cast(col, zoned), p["strict"]
+        bound = sa.cast(sa.bindparam(None, text, type_=sa.String), zoned)
     else:
-        outside = col >= bound if p["strict"] else col > bound
+        # a number bound on a column of numbers, compared exactly (engine/exact.py); any other typed
+        numbers = exact.bound_of(check, checked, col, p["bound"], p["lower"], p["strict"]) \
+            if p.get("logical_type") in (None, "number", "integer") else None
+        value, bound, strict = numbers or (col, _typed_bound(check, p["bound"]), p["strict"])
+    if p["lower"]:
+        outside = value <= bound if strict else value < bound
+    else:
+        outside = value >= bound if strict else value > bound
     nan = dialect_of(checked.dialect).nan
     if nan is None or not _numeric_bound(check):
         return outside
@@ -190,34 +186,32 @@ def _pattern(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
                    sa.not_(dialect_of(checked.dialect).regex(_as_text(check, checked), check.params["pattern"])))
 
 
-def _listed(values: list) -> list:
-    """A list's values without its NULL: `x NOT IN ('ok', NULL)` is never true, so a listed null
-    would let every value through. What a listed null means is the kind's: NULL is valid for
-    validValues and enum (NULL rows are never judged by them: `required` does), missing for
-    missingValues."""
-    return [v for v in values if v is not None]
+# A list's null is left out of its IN: `x NOT IN ('ok', NULL)` is never true, so a listed null would
+# let every value through. What a listed null means is the kind's: NULL is valid for validValues and
+# enum (NULL rows are never judged by them: `required` does), missing for missingValues.
 
 
 def _accepted(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
-    col, values = _column(check, checked), _exact_listed(check, checked, _listed(check.params["values"]))
-    return sa.and_(col.is_not(None), _compared(check, checked, values).not_in(values))
+    col = _column(check, checked)
+    value, held = exact.listed(check, checked, col, check.params["values"])
+    return sa.and_(col.is_not(None), sa.not_(exact.one_of(value, held)))
 
 
 def _missing(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
     col, values = _column(check, checked), check.params["values"]
-    present = _exact_listed(check, checked, _listed(values))
-    conditions = [_compared(check, checked, present).in_(present)] if present else []
+    value, held = exact.listed(check, checked, col, values)
+    conditions = [exact.one_of(value, held)] if held else []
     if None in values:  # a nested field's NULL only where its structs are there (_is_null)
         conditions.append(_is_null(check, checked) if check.params.get("path") else col.is_(None))
-    return sa.or_(*conditions)
+    return sa.or_(*conditions) if conditions else sa.false()  # a list of nothing a row holds: none missing
 
 
 def _invalid(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
     p, col = check.params, _column(check, checked)
     invalid = []
     if p.get("valid_values") is not None:
-        valid = _exact_listed(check, checked, _listed(p["valid_values"]))
-        invalid.append(_compared(check, checked, valid).not_in(valid))
+        value, held = exact.listed(check, checked, col, p["valid_values"])
+        invalid.append(sa.not_(exact.one_of(value, held)))
     if p.get("pattern") is not None:
         invalid.append(sa.not_(dialect_of(checked.dialect).regex(_as_text(check, checked), p["pattern"])))
     return sa.and_(col.is_not(None), sa.or_(*invalid))
@@ -226,6 +220,10 @@ def _invalid(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
 def _multiple(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
     divisor = sa.cast(sa.bindparam(None, str(check.params["divisor"]), type_=sa.String), sa.Numeric(38, 10))
     col = _column(check, checked)
+    # a column of numbers in its own exact arithmetic (engine/exact.py): DECIMAL(38,0), HUGEINT, 1e30
+    own = exact.remainder(check, checked, col, check.params["divisor"])
+    if own is not None:
+        return own
     if dialect_of(checked.dialect).nan is None:  # no NaN, no infinity (MySQL, MariaDB)
         # abs: MariaDB's remainder of a negative multiple is a negative zero, which it finds unequal to 0
         return sa.func.abs(sa.cast(col, sa.Numeric(38, 10)) % divisor) != 0
@@ -234,8 +232,8 @@ def _multiple(check: CheckPlan, checked: CheckedObject) -> ColumnElement:
     # double, so that a column of text holding numbers is read as before)
     number = sa.cast(col, sa.Double)
     finite = (number - number) == 0
-    exact = sa.cast(sa.case((finite, col)), sa.Numeric(38, 10))
-    return sa.or_(sa.not_(finite), sa.func.abs(exact % divisor) != 0)
+    as_decimal = sa.cast(sa.case((finite, col)), sa.Numeric(38, 10))
+    return sa.or_(sa.not_(finite), sa.func.abs(as_decimal % divisor) != 0)
 
 
 def _listing(check: CheckPlan, checked: CheckedObject) -> CheckedObject:

@@ -28,6 +28,10 @@ class CheckedObject:
     files: Any = None  # connections.Files for a file server: every table is a reader of files
     partition: Any = None  # partitions.Partition: the object's table is read as that partition only
     vouched: bool = False  # the operator declared the server's credentials read-only (`_READ_ONLY`)
+    # the object's columns as the catalog reads them (schema_check.read_catalog), where a check's
+    # values or bounds need their types to compare exactly (engine/exact.py); read once, the schema
+    # check's too; None when not read
+    catalog: Any = None
 
     def other_table(self, physical_name: str, columns: list[str]) -> sa.TableClause:
         return table_for(physical_name, self.schema, columns, self.preparer, self.files)

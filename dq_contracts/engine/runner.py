@@ -20,6 +20,8 @@ from dq_contracts.engine.own_queries import LAST_SQL, readable
 from dq_contracts.engine.verdicts import Unmeasurable, leveled
 from dq_contracts.engine.nested import NotAddressable
 from dq_contracts.engine.checked_object import CheckedObject
+from dq_contracts.engine.exact import needs_catalog
+from dq_contracts.engine.schema_check import read_catalog
 from dq_contracts.engine.dialects import dialect_of
 from dq_contracts.odcs.servers import server_type_of_dialect
 from dq_contracts.odcs.check_kinds import PER_PARTITION, reach_of
@@ -138,6 +140,8 @@ def _run_checks(contract: ContractPlan, obj: ObjectPlan, engine: sa.Engine, chec
             except Exception as exc:  # noqa: BLE001
                 runnable.remove(check)
                 results[check.name] = failure(check, exc)
+        if any(needs_catalog(c, checked) for c in runnable):  # a number of a type only the catalog says
+            checked = replace(checked, catalog=_catalog(checked, session))
         aggregated = [c for c in runnable if uses_aggregate(c)]
         # no scan when nothing is measured by one and no result is told in rows: the schema check
         # reads the catalog, and a partitioned run's table-wide pass must not count a whole
@@ -165,6 +169,17 @@ def _read_declared(files: Any, obj: ObjectPlan, session: Session) -> Any:
         return session.run(lambda connection: read_declared(files, obj, connection, family_of))
     except Exception:  # noqa: BLE001
         return files
+
+
+def _catalog(checked: CheckedObject, session: Session) -> dict[str, Any] | None:
+    """The object's columns as its catalog reads them (names and types only), for a number's
+    values and bounds to compare exactly in its own type (engine/exact.py), and read once: the
+    schema check's too. Unread, numbers compare as exact decimals, and the checks' own statements
+    report what is wrong with the table."""
+    try:
+        return session.run(lambda connection: read_catalog(checked, connection))
+    except Exception:  # noqa: BLE001 - the checks' own statements say why
+        return None
 
 
 def _judged(check: CheckPlan, checked: CheckedObject, session: Session, measured: Measured, result: Any,

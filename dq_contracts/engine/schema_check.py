@@ -203,6 +203,8 @@ def read_catalog(checked: CheckedObject, connection: sa.Connection) -> dict[str,
     where the engine names types itself `resolved` (the name its type resolution gives)."""
     from dq_contracts.engine.sql import qualified_parts
 
+    if checked.catalog is not None:  # read already in this session (runner._catalog)
+        return checked.catalog
     if hasattr(checked.files, "columns"):
         return read_lake(checked, connection)
     if checked.files is not None:

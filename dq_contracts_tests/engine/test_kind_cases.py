@@ -9,7 +9,8 @@ goes into the object `t`, `object` keys are merged into it, `sla` is one slaProp
 the apiVersion); `columns` (name: SQL type) and `rows` (lists in the columns' order); `now` for
 freshness; `expect`: `passed`, and where useful `observed`, `row_count`, `samples`, `error` (a part
 of the error's text), and for a clause with a warn level `level` (pass, warn, fail; null when not
-evaluated) and `status` (pass, warn, fail, error: what `check` shows and its exit code follows). Every column the snippet does not declare is declared with the logicalType of
+evaluated) and `status` (pass, warn, fail, error: what `check` shows and its exit code follows), and
+`warning`, a part of the text of the warning the snippet draws from `validate` (any other problem fails). Every column the snippet does not declare is declared with the logicalType of
 its SQL type, unless the case lists it in `undeclared`. `check` names the check when the snippet makes
 more than one of the file's kind. `xfail: <why>` (or `{duckdb: <why>}`, `{postgres: <why>}`, `{mariadb: <why>}`,
 `{spark: <why>}`) marks a
@@ -41,7 +42,7 @@ CASES = [(kind, case) for kind, cases in KIND_CASES.items() for case in cases]
 
 CASE_KEYS = {"case", "api", "property", "object", "sla", "columns", "rows", "now", "undeclared", "check",
              "expect", "xfail"}
-EXPECT_KEYS = {"passed", "observed", "row_count", "samples", "error", "level", "status"}
+EXPECT_KEYS = {"passed", "observed", "row_count", "samples", "error", "level", "status", "warning"}
 
 # SQL type name -> (SQLAlchemy type, the ODCS logicalType a column of it is declared with)
 # (MySQL: a VARCHAR needs a length, a bare DECIMAL is DECIMAL(10,0), a DATETIME drops fractions)
@@ -53,6 +54,7 @@ TYPES = {
     "DECIMAL": (lambda *a: sa.Numeric(*a) if a else sa.Numeric().with_variant(sa.Numeric(38, 10), "mysql"),
                 "number"),
     "DOUBLE": (sa.Double, "number"),
+    "REAL": (lambda: sa.REAL().with_variant(mysql.FLOAT(), "mysql"), "number"),  # single precision (MySQL's REAL is not)
     "BOOLEAN": (sa.Boolean, "boolean"),
     "DATE": (sa.Date, "date"),
     "TIMESTAMP": (lambda: sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql"), "timestamp"),
@@ -155,7 +157,10 @@ def test_kind_case(kind, case, warehouse, tmp_path, request):
     path = tmp_path / "c.odcs.yaml"
     path.write_text(yaml.safe_dump(contract(case)))
     loaded = load_contracts([path])
-    assert loaded.problems == [], [p.message for p in loaded.problems]
+    warned = case["expect"].get("warning")  # the one warning the snippet must draw, if any
+    problems = [p for p in loaded.problems if not (warned and warned in p.message and p.severity == "warning")]
+    assert problems == [], [p.message for p in problems]
+    assert not warned or len(problems) < len(loaded.problems), [p.message for p in loaded.problems]
     plan = loaded.plans[0]
     checks = [c for c in plan.objects[0].checks if c.kind == kind and c.name == case.get("check", c.name)]
     assert len(checks) == 1, [(c.name, c.kind) for c in plan.objects[0].checks]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Callable
+from typing import Any, Callable
 
 from dq_contracts.odcs.clauses.context import Clause, Outcome
 from dq_contracts.odcs.clauses.vocabulary import FORMAT_PATTERNS
@@ -103,9 +103,29 @@ def _other_option(c: Clause) -> Outcome:
 
 def _enum(c: Clause) -> Outcome:
     values = [e.get("value") if isinstance(e, dict) else e for e in c.value]
-    return c.check("accepted_values", "accepted_values",
-                   f"{c.where()} enum: every non-NULL value is one of {len(values)} values",
-                   params={"values": values})
+    description = f"{c.where()} enum: every non-NULL value is one of {len(values)} values"
+    return listed_problem(c, values, c.parts, "accepted_values", "accepted_values", description,
+                          {"values": values}) or \
+        c.check("accepted_values", "accepted_values", description, params={"values": values})
+
+
+def listed_problem(c: Clause, values: list, parts: list, kind: str, suffix: str, description: str,
+                   params: dict, **kwargs: Any) -> Outcome | None:
+    """A listed value no check can compare with a column's (a list, a mapping) fails its check, with a
+    problem at its line. A YAML boolean listed for a string property (YAML 1.1 reads yes, no, on,
+    off, true, false unquoted as one) is compared as the text `true` or `false`, and warned of."""
+    for i, value in enumerate(values):
+        if isinstance(value, (list, dict)):
+            what = "list" if isinstance(value, list) else "mapping"
+            return c.fails(kind, suffix, description, f"listed value {i} is a {what} ({value!r}): a list of "
+                           "values holds single values", [*parts, i], "warning", params=params, **kwargs)
+    if str((c.prop or {}).get("logicalType") or "").lower() == "string":
+        for i, value in enumerate(values):
+            if isinstance(value, bool):
+                c.contract.problem([*parts, i], f"listed value {i} is the boolean {str(value).lower()} (YAML reads "
+                                   "yes, no, on, off unquoted as booleans): it is compared as the text "
+                                   f"'{str(value).lower()}'; quote it to mean the text written", "warning")
+    return None
 
 
 

@@ -7,7 +7,7 @@ from typing import Any, Callable
 from dq_contracts.odcs.check_kinds import CHECK_KINDS
 from dq_contracts.odcs.clauses.context import Clause, Outcome
 from dq_contracts.odcs.clauses.levels import BadLevel, warn_conditions
-from dq_contracts.odcs.clauses.properties import _bad_regex
+from dq_contracts.odcs.clauses.properties import _bad_regex, listed_problem
 from dq_contracts.odcs.clauses.vocabulary import _UNITS
 from dq_contracts.odcs.names import dagster_name
 from dq_contracts.odcs.normalise import OPERATORS
@@ -71,8 +71,9 @@ def _metric(kind: str, suffix: str, needs_column: bool, what: str) -> Callable[[
             params["columns"] = columns
         elif needs_column and column is None:
             return c.skip("needs_property", f"{rule.get('metric')} on an object")
-        if kind == "missing_values":
-            params["values"] = list(arguments.get("missingValues") or [None])
+        if kind == "missing_values":  # with no list, NULL; an empty list counts nothing
+            listed = arguments.get("missingValues")
+            params["values"] = [None] if listed is None else list(listed)
         if kind == "invalid_values":
             params["valid_values"] = arguments.get("validValues")
             params["pattern"] = arguments.get("pattern")
@@ -82,6 +83,12 @@ def _metric(kind: str, suffix: str, needs_column: bool, what: str) -> Callable[[
                 bad = _bad_regex(c, str(params["pattern"]), c.parts + ["arguments", "pattern"])
                 if bad:
                     return bad
+        for key, name in (("values", "missingValues"), ("valid_values", "validValues")):
+            if isinstance(params.get(key), list):
+                refused = listed_problem(c, params[key], [*c.parts, "arguments", name], kind, suffix,
+                                         f"{c.where()} {what}", params, rule=rule, conditions=conditions, unit=unit)
+                if refused:
+                    return refused
         default_suffix = suffix if c.prop is not None or kind != "duplicate_values" else (
             "__".join(dagster_name(p) for p in params["columns"]) + "__duplicate_values")
         percent = "%" if unit == "percent" else ""
