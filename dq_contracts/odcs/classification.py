@@ -11,7 +11,7 @@ from typing import Callable
 
 from dq_contracts.odcs.declaration import Files, inside, is_remote, local_path, resolved
 from dq_contracts.odcs.plans import CheckPlan, ContractPlan, ObjectPlan
-from dq_contracts.odcs.servers import is_file_server
+from dq_contracts.odcs.servers import is_file_server, lake_format, lake_location
 
 
 def _table_key(server: tuple[tuple, str | None, Callable[[str], str]], physical_name: str) -> str:
@@ -31,12 +31,19 @@ _ANY_SERVER = ((), None, str.lower)
 def _file_patterns(plan: ContractPlan, physical_name: str) -> tuple[str, ...]:
     """What an object of a file server reads, as resolved globs, on every file server of its
     contract: a file is the table there, and its physicalName (`./people`, `sub/../people`, any name
-    on a server whose path names the file) need not say which."""
+    on a server whose path names the file) need not say which. A Delta table is its folder: the
+    glob of everything below it (its data files, which a parquet glob may read too)."""
     found = []
     for server in plan.servers:
-        if is_file_server(dict(server)):
+        entry = dict(server)
+        if is_file_server(entry):
             pattern = Files(str(server.get("format")), str(server["path"])).pattern_of(physical_name)
-            found.append(pattern if is_remote(pattern) else resolved(local_path(pattern, plan.folder)))
+        elif lake_format(entry) == "delta":
+            folder = Files("delta", lake_location(entry)).pattern_of(physical_name).rstrip("/")
+            pattern = folder + "/**"
+        else:
+            continue
+        found.append(pattern if is_remote(pattern) else resolved(local_path(pattern, plan.folder)))
     return tuple(found)
 
 
