@@ -99,6 +99,33 @@ def test_a_delta_table_is_classified_under_every_path_of_its_files(tmp_path, att
         assert value not in proc.stdout + proc.stderr, attack
 
 
+ICEBERG_ATTACKS = [  # (attack, the victim's glob of the Iceberg table's data files, below the lake's folder)
+    ("an Iceberg table whose data files a classified parquet glob reads", "warehouse/lake/people/data/*.parquet"),
+    ("an Iceberg table below a classified '**' glob", "**/*.parquet"),
+    ("an Iceberg table whose folder a classified Delta path names", "warehouse/lake/people"),
+]
+
+
+@pytest.mark.parametrize("attack, glob", ICEBERG_ATTACKS, ids=[a[0] for a in ICEBERG_ATTACKS])
+def test_an_iceberg_table_is_classified_by_the_files_below_its_location(tmp_path, attack, glob):
+    import pyarrow as pa
+
+    (tmp_path / "lake").mkdir()
+    server, env = write_lake("iceberg", tmp_path / "lake", "people", pa.table({"id": [1, 2, 3], "ssn": SSNS}))
+    victim = lake(f"../lake/{glob}", "parquet" if glob.endswith(".parquet") else "delta", "pq")
+    # another name than the Iceberg table's: only the files tell that the two are one
+    write(tmp_path, "victim", contract("victim", victim, {"name": "files", "physicalName": "files",
+                                                          "properties": [ssn(True)]}))
+    write(tmp_path, "attacker", contract("attacker", server, {"name": "stolen", "physicalName": "people",
+                                                              "customProperties": STOLEN, "properties": [ssn(False)]}))
+    proc = check(tmp_path, env)
+    results = [r for r in json.loads(proc.stdout)["results"] if r["asset_key"] == ["stolen"] and r["kind"] == "pattern"]
+    assert len(results) == 1 and not results[0]["passed"], proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert results[0]["details"].get("samples_withheld"), results[0]
+    for value in SSNS:
+        assert value not in proc.stdout + proc.stderr, attack
+
+
 def test_a_delta_table_elsewhere_shares_nothing(tmp_path):
     """The other side: a Delta table in another folder is not classified by this one."""
     import pyarrow as pa
@@ -109,3 +136,142 @@ def test_a_delta_table_elsewhere_shares_nothing(tmp_path):
     write(tmp_path, "other", contract("other", lake("../data/{model}", server="l2"),
                                       {"name": "others", "properties": [ssn(False)]}))
     assert not classified_in_plan(tmp_path, "other")
+
+
+# -- a table's other names in its warehouse -------------------------------------------------------
+
+PEOPLE = ["CREATE TABLE people (id INTEGER, region VARCHAR(2), ssn VARCHAR(20))"]
+PARTITIONED = ["CREATE TABLE people (id INTEGER, region VARCHAR(2), ssn VARCHAR(20)) PARTITION BY LIST (region)",
+               "CREATE TABLE people_eu PARTITION OF people FOR VALUES IN ('eu')",
+               "CREATE TABLE people_us PARTITION OF people FOR VALUES IN ('us')"]
+FILL = ["INSERT INTO people VALUES " + ", ".join(f"({i}, '{r}', '{s}')" for i, (r, s) in
+                                                 enumerate(zip(["eu", "us", "eu"], SSNS)))]
+
+# (attack, warehouses it applies to, DDL, the classified table, what the attacker reads, its column):
+# the victim classifies `ssn` of one table; the attacker declares another name of the same rows
+WAREHOUSE_ATTACKS = [
+    ("a list partition of the classified table", ["postgres"], PARTITIONED + FILL, "people", "people_eu", "ssn"),
+    ("the parent of a classified partition", ["postgres"], PARTITIONED + FILL, "people_eu", "people", "ssn"),
+    ("an inheritance child", ["postgres"], PEOPLE + ["CREATE TABLE people_kid () INHERITS (people)"]
+     + [f.replace("INTO people", "INTO people_kid") for f in FILL], "people", "people_kid", "ssn"),
+    ("a view of it", ["duckdb", "postgres"], PEOPLE + FILL + ["CREATE VIEW folk AS SELECT * FROM people"],
+     "people", "folk", "ssn"),
+    ("a view renaming the column", ["duckdb", "postgres"],
+     PEOPLE + FILL + ["CREATE VIEW folk AS SELECT id, ssn AS code FROM people"], "people", "folk", "code"),
+    ("a view of a view", ["duckdb", "postgres"], PEOPLE + FILL + ["CREATE VIEW v1 AS SELECT * FROM people",
+                                                                  "CREATE VIEW folk AS SELECT ssn AS code FROM v1"],
+     "people", "folk", "code"),
+    ("a view through a CTE and a join", ["duckdb", "postgres"], PEOPLE + FILL + [
+        "CREATE TABLE other_t (id INTEGER)", "INSERT INTO other_t VALUES (0), (1), (2)",
+        "CREATE VIEW folk AS WITH c AS (SELECT id, ssn FROM people) SELECT o.id, c.ssn AS code "
+        "FROM other_t o JOIN c ON c.id = o.id"], "people", "folk", "code"),
+    ("a view in another schema", ["duckdb", "postgres"], PEOPLE + FILL + [
+        "CREATE SCHEMA elsewhere", "CREATE VIEW elsewhere.folk AS SELECT * FROM {schema}.people"],
+     "people", "elsewhere.folk", "ssn"),
+    ("a materialized view", ["postgres"], PEOPLE + FILL + ["CREATE MATERIALIZED VIEW folk AS SELECT * FROM people"],
+     "people", "folk", "ssn"),
+    ("a view of a partition", ["postgres"], PARTITIONED + FILL + ["CREATE VIEW folk AS SELECT ssn AS code FROM "
+                                                                  "people_us"], "people", "folk", "code"),
+]
+CASES = [pytest.param(kind, *row, id=f"{kind}: {row[0]}",
+                      marks=[pytest.mark.postgres] if kind == "postgres" else [])
+         for row in WAREHOUSE_ATTACKS for kind in row[1]]
+
+
+def pattern_of(column: str) -> dict:
+    return {"name": column, "logicalType": "string", "logicalTypeOptions": {"pattern": "^X"}}
+
+
+@pytest.mark.parametrize("kind, attack, kinds, ddl, classified, read, column", CASES)
+def test_a_classified_table_is_classified_under_its_warehouse_names(tmp_path, warehouse_of, kind, attack, kinds, ddl,
+                                                                     classified, read, column):
+    server, env, engine = warehouse_of(kind)
+    with engine.begin() as c:
+        for statement in ddl:
+            c.exec_driver_sql(statement.format(schema=server["schema"]))
+    engine.dispose()
+    write(tmp_path, "victim", contract("victim", server, {"name": "people", "physicalName": classified,
+                                                          "properties": [ssn(True)]}))
+    *where, read = read.split(".")  # a view in another schema: the attacker's server names it
+    write(tmp_path, "attacker", contract("attacker", {**server, "schema": where[0]} if where else server, {
+        "name": "stolen", "physicalName": read, "customProperties": STOLEN,
+        "properties": [{"name": "id", "logicalType": "integer"}, pattern_of(column)]}))
+    proc = check(tmp_path, env)
+    results = [r for r in json.loads(proc.stdout)["results"] if r["asset_key"] == ["stolen"]
+               and r["kind"] == "pattern"]
+    assert len(results) == 1 and not results[0]["passed"], proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert results[0]["details"].get("samples_withheld"), (results[0], proc.stderr[-3000:])
+    for value in SSNS:
+        assert value not in proc.stdout + proc.stderr, attack
+
+
+@pytest.mark.parametrize("kind", ["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_a_view_of_an_unclassified_table_keeps_its_samples(tmp_path, warehouse_of, kind):
+    """The other side: a view over another table shows its samples, whatever the victim classifies."""
+    server, env, engine = warehouse_of(kind)
+    with engine.begin() as c:
+        for statement in PEOPLE + FILL + ["CREATE TABLE pets (name VARCHAR(20))", "INSERT INTO pets VALUES ('rex')",
+                                          "CREATE VIEW folk AS SELECT name AS code FROM pets"]:
+            c.exec_driver_sql(statement)
+    engine.dispose()
+    write(tmp_path, "victim", contract("victim", server, {"name": "people", "properties": [ssn(True)]}))
+    write(tmp_path, "attacker", contract("attacker", server, {"name": "stolen", "physicalName": "folk",
+                                                              "customProperties": STOLEN,
+                                                              "properties": [pattern_of("code")]}))
+    proc = check(tmp_path, env)
+    results = [r for r in json.loads(proc.stdout)["results"] if r["asset_key"] == ["stolen"] and r["kind"] == "pattern"]
+    assert [r["samples"] for r in results] == [["rex"]], proc.stdout[-3000:]
+
+
+@pytest.mark.parametrize("kind", ["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_a_sql_rule_of_another_object_reads_a_view_as_classified_as_its_table(tmp_path, warehouse_of, kind):
+    """A rule of one object that reads another object, a view of the classified table: refused as a rule
+    using a classified column as a value is (before, its result was the number the SSN spells)."""
+    server, env, engine = warehouse_of(kind)
+    with engine.begin() as c:
+        for statement in PEOPLE + FILL + ["CREATE VIEW folk AS SELECT ssn AS code FROM people",
+                                          "CREATE TABLE pets (name VARCHAR(20))", "INSERT INTO pets VALUES ('rex')"]:
+            c.exec_driver_sql(statement)
+    engine.dispose()
+    write(tmp_path, "victim", contract("victim", server, {"name": "people", "properties": [ssn(True)]}))
+    rule = {"type": "sql", "name": "spelt", "mustBe": 0,
+            "query": "SELECT MAX(CAST(REPLACE(code, '-', '') AS BIGINT)) FROM folk"}
+    attacker = contract("attacker", server, {"name": "pets", "properties": [{"name": "name", "logicalType": "string"}],
+                                             "quality": [rule]})
+    attacker["schema"].append({"name": "folk", "properties": [{"name": "code", "logicalType": "string"}]})
+    write(tmp_path, "attacker", attacker)
+    proc = check(tmp_path, env)
+    results = [r for r in json.loads(proc.stdout)["results"] if r["asset_key"] == ["pets"] and r["kind"] == "sql"]
+    assert len(results) == 1 and not results[0]["passed"], proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "not run" in (results[0]["error"] or ""), results[0]
+    for value in SSNS:
+        assert value.replace("-", "") not in proc.stdout + proc.stderr
+
+
+def test_a_catalog_that_cannot_answer_withholds_every_column(tmp_path, warehouse_of, monkeypatch, capsys):
+    """A catalog query that fails (here: made to) classifies every column of the object: the safe side."""
+    from dq_contracts import cli
+    from dq_contracts.engine import other_names
+
+    server, env, engine = warehouse_of("duckdb")
+    with engine.begin() as c:
+        for statement in PEOPLE + FILL + ["CREATE VIEW folk AS SELECT ssn AS code FROM people"]:
+            c.exec_driver_sql(statement)
+    engine.dispose()
+
+    def failing(connection, schema, name):
+        raise RuntimeError("the catalog is not there")
+
+    monkeypatch.setitem(other_names._READS, "duckdb", failing)
+    write(tmp_path, "victim", contract("victim", server, {"name": "people", "physicalName": "people",
+                                                          "properties": [ssn(True)]}))
+    write(tmp_path, "attacker", contract("attacker", server, {"name": "stolen", "physicalName": "folk",
+                                                              "customProperties": STOLEN,
+                                                              "properties": [pattern_of("code")]}))
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    cli.main(["check", "contracts", "--format", "json"])
+    out = capsys.readouterr().out
+    results = [r for r in json.loads(out)["results"] if r["asset_key"] == ["stolen"] and r["kind"] == "pattern"]
+    assert len(results) == 1 and results[0]["details"].get("samples_withheld"), out[-3000:]
+    assert not any(value in out for value in SSNS)
