@@ -155,14 +155,7 @@ def classified_where_read(contract: ContractPlan, obj: ObjectPlan, engine: sa.En
     if not contract.classified_tables or files is not None or reads is None:
         return obj  # nothing classified, or files and Delta tables (shared by their paths when loaded)
     names = [obj.physical_name, *{str(t): None for c in obj.checks for t in _other_tables(c)}]
-    found: dict[str, list[Base] | None] = {}
-    with Session(engine, timeout_seconds) as session:
-        for name in names:
-            *prefix, table = qualified_parts(name, schema)
-            try:
-                found[name] = session.run(lambda c: reads(c, prefix[-1] if prefix else "", table))
-            except Exception:  # noqa: BLE001 - a catalog that cannot answer withholds everything
-                found[name] = None
+    found = _bases(reads, names, engine, schema, timeout_seconds)
 
     def marks(name: str, columns: list[str]) -> dict[str, tuple[str, str]]:
         """column -> (classification, what classifies it) of the table `name`."""
@@ -200,6 +193,40 @@ def _iceberg_files(contract: ContractPlan, obj: ObjectPlan, lake: Any) -> Object
     columns = tuple(_classified(c, classified[c.physical_name.lower()])
                     if c.physical_name.lower() in classified and not c.classified else c for c in obj.columns)
     return obj if columns == obj.columns else replace(obj, columns=columns)
+
+
+def _bases(reads: Callable[[sa.Connection, str, str], list[Base]], names: list[str], engine: sa.Engine,
+           schema: str | None, timeout_seconds: float) -> dict[str, list[Base] | None]:
+    """Each table's base tables, one catalog query each in one read-only session; None where the
+    catalog could not answer."""
+    found: dict[str, list[Base] | None] = {}
+    with Session(engine, timeout_seconds) as session:
+        for name in names:
+            *prefix, table = qualified_parts(name, schema)
+            try:
+                found[name] = session.run(lambda c: reads(c, prefix[-1] if prefix else "", table))
+            except Exception:  # noqa: BLE001 - a catalog that cannot answer withholds everything
+                found[name] = None
+    return found
+
+
+def classified_read(contract: ContractPlan, tables: list[str], engine: sa.Engine, schema: str | None,
+                    files: Any, timeout_seconds: float) -> dict[str, set[str]]:
+    """For `init --against`, which measures tables before it knows their columns: per table, the
+    columns (in lower case) classified through a base table it reads, or {ANY_COLUMN} for all."""
+    reads = _READS.get(engine.dialect.name)
+    if not contract.classified_tables or files is not None or reads is None:
+        return {}
+    out: dict[str, set[str]] = {}
+    for name, bases in _bases(reads, tables, engine, schema, timeout_seconds).items():
+        for base, by_name in bases if bases is not None else [("", False)]:
+            classified = classified_on(contract, base) if base else {ANY_COLUMN: UNKNOWN}
+            if classified:
+                out.setdefault(name, set()).update(classified if by_name else {ANY_COLUMN})
+    return out
+
+
+ANY_COLUMN = "*"  # classified_read: every column of the table
 
 
 def _other_tables(check: CheckPlan) -> list[str]:

@@ -275,3 +275,26 @@ def test_a_catalog_that_cannot_answer_withholds_every_column(tmp_path, warehouse
     results = [r for r in json.loads(out)["results"] if r["asset_key"] == ["stolen"] and r["kind"] == "pattern"]
     assert len(results) == 1 and results[0]["details"].get("samples_withheld"), out[-3000:]
     assert not any(value in out for value in SSNS)
+
+
+def test_init_against_counts_only_a_view_of_a_classified_table(tmp_path, warehouse_of):
+    """`init --against` measures a view of a classified table as it measures the table: counts only
+    (before, it added the classified grade to the attacker's accepted values)."""
+    server, env, engine = warehouse_of("duckdb")
+    with engine.begin() as c:
+        for statement in ["CREATE TABLE pay (id INTEGER, grade VARCHAR)",
+                          "INSERT INTO pay VALUES (1, 'eng'), (2, 'grade-zq-777'), (3, 'eng'), (4, 'eng')",
+                          "CREATE VIEW payv AS SELECT id, grade AS g FROM pay"]:
+            c.exec_driver_sql(statement)
+    engine.dispose()
+    write(tmp_path, "victim", contract("victim", server, {"name": "pay", "properties": [
+        {"name": "grade", "logicalType": "string", "classification": "restricted"}]}))
+    write(tmp_path, "attacker", contract("attacker", server, {"name": "payv", "properties": [
+        {"name": "id", "logicalType": "integer"},
+        {"name": "g", "logicalType": "string", "quality": [
+            {"metric": "invalidValues", "arguments": {"validValues": ["eng"]}, "mustBe": 0}]}]}))
+    proc = subprocess.run([sys.executable, "-m", "dq_contracts.cli", "init", "--against",
+                           "contracts/attacker.odcs.yaml"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, **env})
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert "zq-777" not in proc.stdout + proc.stderr, proc.stdout
