@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import sqlalchemy as sa
 import sqlglot
-from sqlalchemy.dialects.postgresql import REGCLASS
+from sqlalchemy.dialects.postgresql import OID, REGCLASS
 from sqlglot import exp
 
 from dq_contracts.engine.sessions import Session
@@ -55,7 +55,8 @@ _DEPEND = _pg("pg_depend", "classid", "objid", "refclassid", "refobjid")
 def postgres_statement(schema: str, name: str) -> sa.Select:
     """Every table the relation `schema.name` reads or shares rows with, by name, and whether a view
     was on the way: its inheritance parents and children (partitions too), each way, and what a
-    view's rewrite rule depends on (pg_depend), recursively."""
+    view's rewrite rule depends on (pg_depend), recursively; for a view calling a function someone
+    wrote, an edge to no relation."""
     def regclass(table: str) -> Any:
         return sa.cast(sa.literal(table), REGCLASS)
 
@@ -65,11 +66,18 @@ def postgres_statement(schema: str, name: str) -> sa.Select:
                                _DEPEND.c.classid == regclass("pg_catalog.pg_rewrite"),
                                _DEPEND.c.refclassid == regclass("pg_catalog.pg_class"),
                                _DEPEND.c.refobjid != _REWRITE.c.ev_class)))
+    # a view calling a function someone wrote may read any table in its body, which pg_depend does
+    # not follow: an edge to no relation (oid 0), which the caller takes as "cannot tell"
+    calls = sa.select(_REWRITE.c.ev_class, sa.cast(sa.literal(0), OID), sa.true()).select_from(
+        _REWRITE.join(_DEPEND, sa.and_(_DEPEND.c.objid == _REWRITE.c.oid,
+                                       _DEPEND.c.classid == regclass("pg_catalog.pg_rewrite"),
+                                       _DEPEND.c.refclassid == regclass("pg_catalog.pg_proc"),
+                                       _DEPEND.c.refobjid >= FIRST_NORMAL_OID)))
     edges = sa.union_all(
         sa.select(_INHERITS.c.inhrelid.label("child"), _INHERITS.c.inhparent.label("parent"),
                   sa.false().label("renamed")),
         sa.select(_INHERITS.c.inhparent, _INHERITS.c.inhrelid, sa.false()),
-        view_reads).subquery("edges")
+        view_reads, calls).subquery("edges")
     start = sa.select(_CLASS.c.oid.label("oid"), sa.false().label("renamed")).select_from(
         _CLASS.join(_NAMESPACE, _NAMESPACE.c.oid == _CLASS.c.relnamespace)).where(
         sa.func.lower(_NAMESPACE.c.nspname) == sa.func.lower(sa.literal(schema)),
@@ -77,15 +85,24 @@ def postgres_statement(schema: str, name: str) -> sa.Select:
     reach = start.cte("reach", recursive=True)
     reach = reach.union(sa.select(edges.c.parent, sa.or_(reach.c.renamed, edges.c.renamed)).select_from(
         edges.join(reach, edges.c.child == reach.c.oid)))
-    return sa.select(_CLASS.c.relname, reach.c.renamed).select_from(reach.join(_CLASS, _CLASS.c.oid == reach.c.oid))
+    return sa.select(_CLASS.c.relname, reach.c.renamed).select_from(
+        reach.outerjoin(_CLASS, _CLASS.c.oid == reach.c.oid))
+
+
+# PostgreSQL's first oid of an object not made by initdb: a function below it is a built-in one
+FIRST_NORMAL_OID = 16384
 
 
 def _postgres_reads(connection: sa.Connection, schema: str, name: str) -> list[Base]:
-    return [(str(relname), not renamed) for relname, renamed in connection.execute(postgres_statement(schema, name))]
+    found = connection.execute(postgres_statement(schema, name)).all()
+    if any(relname is None for relname, _ in found):
+        raise NotKnown("a view calling a function of the database's own, whose body may read any table")
+    return [(str(relname), not renamed) for relname, renamed in found]
 
 
 def duckdb_statement() -> sa.Select:
-    """Every view of the database and its SQL (duckdb_views()), read whole: one query per table."""
+    """Every view of the database and its SQL (duckdb_views()), read whole: one query per table. (A
+    file that defines a macro, which a view could call, is refused before: dialect_duckdb.)"""
     views = sa.func.duckdb_views().table_valued("schema_name", "view_name", "sql", "internal")
     return sa.select(views.c.schema_name, views.c.view_name, views.c.sql).where(views.c.internal.is_(False))
 
