@@ -22,9 +22,7 @@ from dataclasses import replace
 from typing import Any, Callable
 
 import sqlalchemy as sa
-import sqlglot
 from sqlalchemy.dialects.postgresql import OID, REGCLASS
-from sqlglot import exp
 
 from dq_contracts.engine.sessions import Session
 from dq_contracts.engine.sql import qualified_parts
@@ -137,6 +135,9 @@ def views_read(views: dict[str, list[tuple[str, str]]], schema: str, name: str) 
 
 def _tables_of(sql: str) -> list[tuple[str, str]]:
     """(schema in lower case, or "" for any, table) of every table a view's SQL reads."""
+    import sqlglot  # only where a DuckDB object is a view: a check imports no parser otherwise
+    from sqlglot import exp
+
     try:
         tree = sqlglot.parse_one(sql, read="duckdb")
     except sqlglot.errors.ParseError as exc:
