@@ -16,6 +16,7 @@ from dq_contracts.engine.contracts import Warehouses, choose_server
 from dq_contracts.engine.dialects import dialect_of
 from dq_contracts.engine.results import StatementTimeout, error_of, masked, touches_classified
 from dq_contracts.engine.schema_check import read_catalog
+from dq_contracts.engine.other_names import classified_where_read
 from dq_contracts.engine.checked_object import CheckedObject
 from dq_contracts.engine.sessions import read_only
 from dq_contracts.engine.sql import table_for
@@ -49,6 +50,10 @@ def freshness_sensor(watched: list[tuple[ContractPlan, ObjectPlan, str, dg.Asset
                 try:
                     engine, connection = warehouses.engine(choose_server(plan, warehouse.server), plan.folder,
                                                          plan.root)
+                    # before the newest value is read: a classified table it reads under another name
+                    obj = classified_where_read(plan, obj, engine, connection.schema, connection.files,
+                                                warehouse.timeout_seconds)
+                    classified = obj.column(column) is not None and obj.column(column).classified
                     table = table_for(obj.physical_name, connection.schema, [column],
                                       engine.dialect.identifier_preparer, connection.files)
                     newest, dated = _newest(engine, table.c[column], warehouse.timeout_seconds)

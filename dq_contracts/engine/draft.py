@@ -23,6 +23,7 @@ from dq_contracts.engine.connections import Connection, endpoint_of, engine_for
 from dq_contracts.engine.results import StatementTimeout, scrub
 from dq_contracts.engine.results import withheld as kind_of_error
 from dq_contracts.engine.dialects import dialect_of
+from dq_contracts.engine.other_names import ANY_COLUMN, classified_read
 from dq_contracts.engine.schema_check import DESCRIBE_FILES, family_of, logical_mismatch, resolve_types, type_differs
 from dq_contracts.odcs.drift import column_of
 from dq_contracts.engine.sessions import DEFAULT_TIMEOUT_SECONDS, read_only
@@ -139,9 +140,9 @@ def measure_table(connection: sa.Connection, name: str, schema: str | None, file
     catalog, table = _source(connection, name, schema, files)
     columns = [ColumnMeasure(str(c["name"]), str(c["type_text"]), family_of(str(c["type_text"]))) for c in catalog]
     for key in classified:
-        column = column_of(columns, key)
-        if column is not None:
-            column.withheld = "a contract of its table classifies it"
+        for column in columns if key == ANY_COLUMN else [column_of(columns, key)]:
+            if column is not None:
+                column.withheld = "a contract of its table classifies it"
     for column in columns:
         column.withheld = withheld(column)
     labels: list[sa.ColumnElement] = [sa.func.count().label("rows")]
@@ -170,6 +171,17 @@ def url_connection(url: sa.URL, schema: str | None) -> Connection:
 
 class TableGone(LookupError):
     """A table the catalog does not have (or has no column of)."""
+
+
+def _classified_read(plan: Any, tables: list[str], connection: Connection, timeout_seconds: float) -> dict:
+    """other_names.classified_read on an engine of the connection's own, disposed after."""
+    if not plan.classified_tables or connection.files is not None:
+        return {}
+    engine = engine_for(connection)
+    try:
+        return classified_read(plan, tables, engine, connection.schema, connection.files, timeout_seconds)
+    finally:
+        engine.dispose()
 
 
 def measure(connection: Connection, tables: list[str], timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
@@ -312,6 +324,9 @@ def drift(connection: Connection | None, file: str, tables: list[str] | None,
     of_table = classified_by_table(checked.plans)
     own = {o.physical_name: {c.physical_name for c in o.columns if c.classified} for o in plan.objects}
     classified = {t: classified_keys(document.data, t) | own.get(t, set()) | of_table(t) for t in tables}
+    # and through a classified table it reads under another name (a partition, a view: the catalog says)
+    for table, columns in _classified_read(plan, tables, connection, timeout_seconds).items():
+        classified[table] = classified[table] | columns
     gone: list[str] = []
     measured = measure(connection, tables, timeout_seconds, declared, classified, gone)
     diff = drift_diff(document.text, document.data, measured, {t.name: t.verdicts for t in measured}, file,

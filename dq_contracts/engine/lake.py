@@ -151,6 +151,13 @@ class Lake:
         with state.lock:
             return list(state.opened.get(name, []))
 
+    def location_of(self, physical_name: str) -> str:
+        """The folder the table's files are below: a Delta table's, an Iceberg table's location as
+        its catalog says (reading its metadata, no row)."""
+        if self.format == "delta":
+            return self.location.replace("{model}", physical_name).replace("{object}", physical_name)
+        return str(self._opened(physical_name, _Opened({}, {}, threading.Lock())).location())
+
     def columns(self, physical_name: str, driver: Any) -> list[tuple[str, str, bool]]:
         """(name, DuckDB type, nullable) of each column, from the table's own schema: the Delta log,
         the Iceberg metadata. DuckDB names the Arrow types, reading no row."""

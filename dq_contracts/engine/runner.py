@@ -23,6 +23,7 @@ from dq_contracts.engine.checked_object import CheckedObject
 from dq_contracts.engine.exact import needs_catalog
 from dq_contracts.engine.schema_check import read_catalog
 from dq_contracts.engine.dialects import dialect_of
+from dq_contracts.engine.other_names import classified_where_read
 from dq_contracts.odcs.servers import server_type_of_dialect
 from dq_contracts.odcs.check_kinds import PER_PARTITION, reach_of
 from dq_contracts.odcs.partitions import Partition
@@ -67,12 +68,14 @@ def run_object(
     failed result; every other check still reports.
     """
     now = now or dt.datetime.now(dt.timezone.utc)
-    wanted = set(selected) if selected is not None else None
-    checks = [c for c in obj.checks if wanted is None or c.name in wanted]
     secrets = list(secrets)
     if schema is None and dialect_of(engine.dialect.name).names_need_schema:
         # the session resolves names in the catalog schema alone: tables name their schema
         schema = server_type_of_dialect(engine.dialect.name).default_schema
+    # before anything is read of it: the classified tables it reads under another name
+    obj = classified_where_read(contract, obj, engine, schema, files, timeout_seconds)
+    wanted = set(selected) if selected is not None else None
+    checks = [c for c in obj.checks if wanted is None or c.name in wanted]
     common = dict(schema=schema, now=now, timeout_seconds=timeout_seconds, secrets=secrets, files=files)
     if partition is None:
         return _run_checks(contract, obj, engine, checks, **common)

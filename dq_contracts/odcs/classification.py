@@ -11,7 +11,7 @@ from typing import Callable
 
 from dq_contracts.odcs.declaration import Files, inside, is_remote, local_path, resolved
 from dq_contracts.odcs.plans import CheckPlan, ContractPlan, ObjectPlan
-from dq_contracts.odcs.servers import is_file_server
+from dq_contracts.odcs.servers import is_file_server, lake_format, lake_location
 
 
 def _table_key(server: tuple[tuple, str | None, Callable[[str], str]], physical_name: str) -> str:
@@ -31,12 +31,19 @@ _ANY_SERVER = ((), None, str.lower)
 def _file_patterns(plan: ContractPlan, physical_name: str) -> tuple[str, ...]:
     """What an object of a file server reads, as resolved globs, on every file server of its
     contract: a file is the table there, and its physicalName (`./people`, `sub/../people`, any name
-    on a server whose path names the file) need not say which."""
+    on a server whose path names the file) need not say which. A Delta table is its folder: the
+    glob of everything below it (its data files, which a parquet glob may read too)."""
     found = []
     for server in plan.servers:
-        if is_file_server(dict(server)):
+        entry = dict(server)
+        if is_file_server(entry):
             pattern = Files(str(server.get("format")), str(server["path"])).pattern_of(physical_name)
-            found.append(pattern if is_remote(pattern) else resolved(local_path(pattern, plan.folder)))
+        elif lake_format(entry) == "delta":
+            folder = Files("delta", lake_location(entry)).pattern_of(physical_name).rstrip("/")
+            pattern = folder + "/**"
+        else:
+            continue
+        found.append(pattern if is_remote(pattern) else resolved(local_path(pattern, plan.folder)))
     return tuple(found)
 
 
@@ -118,7 +125,9 @@ def share_classification(plans: list[ContractPlan]) -> list[ContractPlan]:
     server, any object whose files may be the same: `_file_patterns`): a second contract cannot
     declassify a column by leaving `classification` out, nor by naming its file another way. A
     column classified only by another file says which (`ColumnPlan.classified_by`). The union is
-    over the contracts loaded together: a file checked alone knows only its own classifications."""
+    over the contracts loaded together: a file checked alone knows only its own classifications.
+    Each plan keeps the union by table (`ContractPlan.classified_tables`), for the names of a table
+    only its warehouse knows (engine/other_names.py)."""
     servers = {id(plan): [_ANY_SERVER] for plan in plans}
     by_table: dict[tuple, dict[str, tuple[str, str]]] = {}  # table -> folded column -> (classification, file)
     by_files: list[tuple[tuple, dict[str, tuple[str, str]]]] = []  # classified file objects
@@ -146,6 +155,10 @@ def share_classification(plans: list[ContractPlan]) -> list[ContractPlan]:
                     by_files.append((patterns, classified))
     if not any(by_table.values()):
         return plans
+    tables = tuple(sorted((table, tuple(sorted((column, *source) for column, source in columns.items())))
+                          for table, columns in by_table.items() if columns))
+    files = tuple((patterns, tuple(sorted((column, *source) for column, source in columns.items())))
+                  for patterns, columns in by_files)
     out = []
     for plan in plans:
         def union(physical_name: str) -> dict[str, tuple[str, str]]:
@@ -173,7 +186,7 @@ def share_classification(plans: list[ContractPlan]) -> list[ContractPlan]:
                                                                                       checks=checks)
 
         objects = tuple(classify(o) for o in plan.objects)
-        out.append(plan if objects == plan.objects else replace(plan, objects=objects))
+        out.append(replace(plan, objects=objects, classified_tables=tables, classified_files=files))
     return out
 
 
@@ -205,3 +218,27 @@ def _shared_check(check: CheckPlan, union, fold, shared_tables: dict[int, dict])
         if tables is not original:
             return replace(check, params=replace(check.params, tables=tables))
     return check
+
+
+def classified_on(plan: ContractPlan, physical_name: str) -> dict[str, tuple[str, str]]:
+    """What the contracts loaded with `plan` classify on a table (named as `_table_key` names it):
+    column in lower case -> (classification, file)."""
+    key = _table_key(_ANY_SERVER, physical_name)
+    return next(({column: (word, file) for column, word, file in columns}
+                 for table, columns in plan.classified_tables if table == key), {})
+
+
+def classified_below(plan: ContractPlan, folder: str) -> dict[str, tuple[str, str]]:
+    """What the contracts loaded with `plan` classify on the files below `folder` (a lake table's
+    location, as its catalog names it): column in lower case -> (classification, file)."""
+    location = folder[len("file://"):] if folder.startswith("file://") else folder
+    pattern = location.rstrip("/") + "/**"
+    if not is_remote(pattern):
+        pattern = resolved(pattern)
+    ours = ((pattern, _files_now(plan, pattern)),)
+    found: dict[str, tuple[str, str]] = {}
+    for theirs, columns in plan.classified_files:
+        if _same_files(ours, theirs):
+            for column, word, file in columns:
+                found.setdefault(column, (word, file))
+    return found

@@ -381,6 +381,13 @@ class ContractPlan:
     authoritative_definitions: tuple[dict[str, Any], ...] = ()
     root: str | None = None  # the default root of its servers: the folder holding the folder loaded
     support: tuple[dict[str, Any], ...] = ()  # the ODCS support channels, as written (odcs/support.py)
+    # what every contract loaded with it classifies, by table (`classification._table_key`): ((table,
+    # ((column in lower case, classification, file), ...)), ...); the engine looks up the tables an
+    # object reads under another name (a partition, a view) in it when it connects
+    classified_tables: tuple[tuple[str, tuple[tuple[str, str, str], ...]], ...] = ()
+    # and by files: ((globs an object reads, with the files they match now), its classified columns as
+    # above), for a lake table whose files only its catalog names (an Iceberg table's location)
+    classified_files: tuple[tuple[tuple[tuple[str, frozenset[str]], ...], tuple[tuple[str, str, str], ...]], ...] = ()
 
     def object(self, name: str) -> ObjectPlan | None:
         return next((o for o in self.objects if o.name == name), None)

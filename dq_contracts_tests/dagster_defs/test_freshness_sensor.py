@@ -121,3 +121,22 @@ def test_the_sensor_takes_a_column_for_a_date_exactly_when_the_freshness_check_d
     not_a_date = "could not be read as one" in (fresh.error or "")
     assert (NOT_A_DATE in published) is not_a_date and bool(result.asset_events) is not not_a_date, (
         fresh.error, published)
+
+
+def test_a_view_of_a_classified_table_advances_without_its_value(tmp_path):
+    """Another contract's classification of a table reaches a view of it: the sensor reads the view's
+    newest value as classified (engine/other_names.py asks the catalog first)."""
+    duckdb_with(tmp_path / "wh.duckdb", "CREATE TABLE people (ts TIMESTAMP)",
+                "INSERT INTO people VALUES ('2026-03-01 10:00:00')", "CREATE VIEW folk AS SELECT ts FROM people")
+    (tmp_path / "contracts").mkdir()
+    for cid, table, prop in (("victim", "people", {"name": "ts", "logicalType": "timestamp",
+                                                    "classification": "restricted"}),
+                             ("viewer", "folk", {"name": "ts", "logicalType": "timestamp"})):
+        (tmp_path / "contracts" / f"{cid}.odcs.yaml").write_text(yaml.safe_dump({
+            "apiVersion": "v3.1.0", "kind": "DataContract", "id": cid, "version": "1.0.0", "status": "active",
+            "servers": [{"server": "local", "type": "duckdb", "database": "../wh.duckdb"}],
+            "schema": [{"name": table, "physicalName": table, "properties": [prop]}],
+            "slaProperties": [{"property": "latency", "value": 30, "unit": "hours", "element": f"{table}.ts"}]}))
+    sensor = build_contract_defs(tmp_path / "contracts").resolve_sensor_def("dq_contracts_freshness")
+    published, result = tick(sensor)
+    assert "2026-03" not in published and "10:00" not in published, published
