@@ -37,18 +37,8 @@ def _nothing_read(result: LoadResult, command: str, paths: Sequence[str]) -> str
     return message
 
 
-def _dagster_cron_rule(cron: str) -> str | None:
-    """Dagster's own cron rule (the Dagster layer's), imported only once a contract has a cron:
-    importing Dagster takes seconds, which a folder without crons need not pay."""
-    try:
-        from dq_contracts.dagster_defs.specs import cron_refusal
-    except ImportError:  # no Dagster here: croniter's rule alone
-        return None
-    return cron_refusal(cron)
-
-
 def cmd_validate(args: argparse.Namespace) -> int:
-    result = load_contracts(args.paths, cron_rule=_dagster_cron_rule)
+    result = load_contracts(args.paths)
     if _nothing_read(result, "validate", args.paths):
         return 1
     # every clause that will not run is said, where it is written: a silent drop is the worst outcome

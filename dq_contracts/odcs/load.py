@@ -12,7 +12,7 @@ import gc
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping
+from typing import Iterable, Mapping
 
 from dq_contracts.odcs.compiler import compile_contract, outline_contract
 from dq_contracts.odcs.folder import FolderIndex
@@ -26,9 +26,6 @@ from dq_contracts.odcs.plans import ContractPlan
 from dq_contracts.odcs.problems import Problem, ProblemSeverity, Reach, contract_errors_of, errors_of
 from dq_contracts.odcs.support import alert_policy, policy_warnings, support_refusals
 from dq_contracts.odcs.validate import ValidatedContract, validate_document
-
-
-CronRule = Callable[[str], "str | None"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +47,9 @@ class LoadResult:
     # file -> the short name its Dagster definitions take (compiler.short_prefixes over every compiled
     # contract, so that rejecting one renames no other)
     prefixes: dict[str, str] = field(default_factory=dict)
+    # the problems the operator's declaration makes (server_problems, support_problems): `diff`,
+    # which connects to nothing, leaves them out; every other problem is the contract's own
+    operator_problems: list[Problem] = field(default_factory=list)
 
     @property
     def errors(self) -> list[Problem]:
@@ -103,17 +103,17 @@ def support_problems(plans: Iterable[ContractPlan], line_of=lambda plan, parts: 
 
 
 def load_contracts(paths: Iterable[str | os.PathLike[str]], *, server: str | None = None,
-                   environ: Mapping[str, str] | None = None, cron_rule: CronRule | None = None) -> LoadResult:
+                   environ: Mapping[str, str] | None = None) -> LoadResult:
     """Every contract under `paths`; `server` is the server name checks will use (None: each
     contract's first SQL server), and a contract without it is rejected, as is one whose server
     the operator's declaration (`environ`, default the process's: declaration.py) refuses.
-    `cron_rule(cron)` says why the scheduler refuses a cron croniter accepts (None when it takes
-    it): the Dagster layer passes Dagster's own rule, which this pure core cannot import."""
+    Every command and the Dagster layer load through here, with these arguments only, so that no
+    entry point runs what `validate` refuses (a cron Dagster refuses is the compiler's problem)."""
     # Loading builds many small objects that all stay alive until the plans are made (documents
     # and their YAML node trees, for line numbers): the cyclic collector would scan them again and
     # again for nothing, about a third of the load time at 1,000 contracts. It runs once, after.
     with gc_paused():
-        return _load_contracts(paths, server, environ, cron_rule)
+        return _load_contracts(paths, server, environ)
 
 
 FULL_COLLECTION_AFTER = 250_000  # new objects: about 200 contracts of 20 properties built into Definitions
@@ -149,7 +149,7 @@ def _not_read(file: str, step: str, exc: Exception) -> Problem:
 
 
 def _load_contracts(paths: Iterable[str | os.PathLike[str]], server: str | None,
-                    environ: Mapping[str, str] | None, cron_rule: CronRule | None = None) -> LoadResult:
+                    environ: Mapping[str, str] | None) -> LoadResult:
     paths = list(paths)
     documents, problems = load_documents(paths)
     roots = _roots_of(paths)
@@ -189,14 +189,17 @@ def _load_contracts(paths: Iterable[str | os.PathLike[str]], server: str | None,
                 f"neither takes it for its Dagster names, each is named after its id "
                 f"({result.prefixes[plan.file]!r}); give each contract a name of its own"), "warning"))
     broken = {p.file for p in contract_errors_of(result.problems)}
-    contested = _cross_file_problems(compiled, result.prefixes, cron_rule, broken)
+    contested = _cross_file_problems(compiled, result.prefixes, broken)
     result.problems.extend(contested)
     failed = {p.file for p in contested}
     result.plans.extend(plan for plan, _ in compiled if plan.file not in failed)
     by_file = {d.file: d for d in documents}
-    result.problems.extend(server_problems(result.plans, server, lambda p, parts: by_file[p.file].line_of(parts),
-                                           environ))
-    result.problems.extend(support_problems(result.plans, lambda p, parts: by_file[p.file].line_of(parts), environ))
+    # over every compiled contract, rejected or not: each problem is said at once, not one per run
+    every = [plan for plan, _ in compiled]
+    result.operator_problems = [
+        *server_problems(every, server, lambda p, parts: by_file[p.file].line_of(parts), environ),
+        *support_problems(every, lambda p, parts: by_file[p.file].line_of(parts), environ)]
+    result.problems.extend(result.operator_problems)
     result.problems.sort(key=lambda p: (p.file, p.line or 0))
 
     compiled_by_file = {plan.file: plan for plan, _ in compiled}
@@ -241,15 +244,14 @@ def _root_of(file: str, roots: list[tuple[str, str]]) -> str:
 
 
 def _cross_file_problems(compiled: list[tuple[ContractPlan, object]], prefixes: dict[str, str],
-                         cron_rule: CronRule | None, broken: set[str]) -> list[Problem]:
+                         broken: set[str]) -> list[Problem]:
     """What one contract would take from another, judged on the whole folder at once, so that no
     file wins by the order files are read in: an (id, version), an asset, a Dagster name claimed by
     two contracts (or twice by one) is a problem of every contract that claims it, each naming the
     others. Such a contract is rejected whole: none of its checks attach anywhere, and every asset
     it names (the contested one too) shows its failing `contract_valid` check. The Dagster names are
     every name `compiler.definition_names` gives (what definitions.py builds, whatever the options);
-    a name Dagster would refuse, or one of dq_contracts' own, is a problem too, as is a cron the
-    scheduler refuses (`cron_rule`).
+    a name Dagster would refuse, or one of dq_contracts' own, is a problem too.
 
     Every contract read claims its id and its assets, even one with errors of its own (`broken`):
     its `contract_valid` check goes on them. Names are claimed only by the contracts still able to
@@ -279,11 +281,6 @@ def _cross_file_problems(compiled: list[tuple[ContractPlan, object]], prefixes: 
                 " (give the contract another `name`)" if fixed else None)
             if refusal:
                 found.append(_problem(plan, document, named.parts, refusal))
-        for schedule in plan.schedules if cron_rule is not None else ():
-            refusal = cron_rule(schedule.cron)
-            if refusal:
-                found.append(_problem(plan, document, (*parts_of(schedule.clause), "schedule"),
-                                      f"cron {schedule.cron!r}: {refusal}"))
     for claim, claimants in claims.items():
         if len(claimants) < 2:
             continue
