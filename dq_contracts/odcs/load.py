@@ -17,9 +17,10 @@ from typing import Iterable, Mapping
 from dq_contracts.odcs.compiler import compile_contract, outline_contract
 from dq_contracts.odcs.folder import FolderIndex
 from dq_contracts.odcs.names import INVALID_ASSET_PREFIX, definition_names, fixed_name_taken, name_refusal, short_prefixes, contested_prefixes, distinct_transliterated_keys
-from dq_contracts.odcs.servers import checkable
+from dq_contracts.odcs.servers import checkable, is_file_server, lake_format
 from dq_contracts.odcs.classification import share_classification
-from dq_contracts.odcs.declaration import root_of_loaded, server_name, server_refusals
+from dq_contracts.odcs.declaration import (endpoint_missing, files_missing, root_of_loaded, server_name,
+                                           server_refusals)
 from dq_contracts.odcs.loader import load_documents
 from dq_contracts.odcs.paths import named_path, parts_of
 from dq_contracts.odcs.plans import ContractPlan
@@ -50,6 +51,10 @@ class LoadResult:
     # the problems the operator's declaration makes (server_problems, support_problems): `diff`,
     # which connects to nothing, leaves them out; every other problem is the contract's own
     operator_problems: list[Problem] = field(default_factory=list)
+    # warnings of what will keep checks from running though nothing is wrong with the contract as
+    # read (no server a check can use, no endpoint declared, a path that matches no file yet):
+    # `validate` and `check` say them at their lines; not problems, which the Dagster layer shows
+    advice: list[Problem] = field(default_factory=list)
 
     @property
     def errors(self) -> list[Problem]:
@@ -62,14 +67,21 @@ class LoadResult:
         return [p for p in self.plans if p.file not in broken]
 
 
+NO_SERVER_REMEDY = ("add a `servers` entry (type duckdb with database and schema, postgresql with schema, or local "
+                    "with format csv, parquet or json and a path); every check fails until then")
+NO_SERVER = f"the contract declares no server to check against: {NO_SERVER_REMEDY}"
+
+
 def server_problems(plans: Iterable[ContractPlan], server: str | None,
                     line_of=lambda plan, parts=("servers",): None,
-                    environ: Mapping[str, str] | None = None) -> list[Problem]:
+                    environ: Mapping[str, str] | None = None, advice: list[Problem] | None = None) -> list[Problem]:
     """What stops a contract's server before anything connects: a `server` name (component,
     resource, --server) the contract does not declare, naming the servers it does declare; and what
     the operator's declaration refuses in the server it will use (declaration.server_refusals: not
-    bound to its folder, another type or endpoint, a file outside the roots, a remote location)."""
-    found = []
+    bound to its folder, another type or endpoint, a file outside the roots, a remote location).
+    To `advice`, the warnings of a server no check will reach (LoadResult.advice)."""
+    found: list[Problem] = []
+    advice = [] if advice is None else advice
     for plan in plans:
         names = [server_name(s) for s in plan.servers]
         if server is not None and server not in names:
@@ -79,13 +91,28 @@ def server_problems(plans: Iterable[ContractPlan], server: str | None,
             continue
         index = (names.index(server) if server is not None
                  else next((i for i, s in enumerate(plan.servers) if checkable(s)), None))
-        if index is None:
+        if index is None:  # said here, once, not by every check when it runs
+            advice.append(Problem(plan.file, NO_SERVER if not plan.servers else
+                                 f"none of the servers declared ({', '.join(map(repr, names))}) is one a check can "
+                                 f"run against: {NO_SERVER_REMEDY}", "servers", line_of(plan, ("servers",)),
+                                 ProblemSeverity.WARNING))
             continue
+        missing = endpoint_missing(plan.servers[index], environ)
+        if missing:  # a warning: the operator may set it where this load does not see (another shell, a resource)
+            advice.append(Problem(plan.file, f"{missing}; every check against it fails until then",
+                                 named_path({"servers": list(plan.servers)}, ["servers", index]),
+                                 line_of(plan, ("servers", index)), ProblemSeverity.WARNING))
         physical = tuple(o.physical_name for o in plan.objects)
-        for parts, message in server_refusals(plan.servers[index], index, plan.file, plan.folder, plan.root,
-                                              physical, environ):
+        refused = server_refusals(plan.servers[index], index, plan.file, plan.folder, plan.root, physical, environ)
+        for parts, message in refused:
             found.append(Problem(plan.file, message, named_path({"servers": list(plan.servers)}, parts),
                                  line_of(plan, parts)))
+        absent = (not refused and is_file_server(dict(plan.servers[index])) and not lake_format(dict(plan.servers[index]))
+                  and files_missing(plan.servers[index], plan.folder, physical))
+        if absent:  # a warning: the files may be written before the checks run
+            parts = ["servers", index, "path"]
+            advice.append(Problem(plan.file, absent, named_path({"servers": list(plan.servers)}, parts),
+                                 line_of(plan, parts), ProblemSeverity.WARNING))
     return found
 
 
@@ -153,8 +180,8 @@ def _load_contracts(paths: Iterable[str | os.PathLike[str]], server: str | None,
     paths = list(paths)
     documents, problems = load_documents(paths)
     roots = _roots_of(paths)
-    # files that could not even be parsed count as read too
-    result = LoadResult(problems=problems, files_read=len(documents) + len({p.file for p in problems}))
+    # files that could not even be parsed count as read too; a file skipped with a warning does not
+    result = LoadResult(problems=problems, files_read=len(documents) + len({p.file for p in errors_of(problems)}))
     compiled: list[tuple[ContractPlan, object]] = []
     valid: list[tuple[ValidatedContract, object]] = []
     for document in documents:
@@ -197,7 +224,7 @@ def _load_contracts(paths: Iterable[str | os.PathLike[str]], server: str | None,
     # over every compiled contract, rejected or not: each problem is said at once, not one per run
     every = [plan for plan, _ in compiled]
     result.operator_problems = [
-        *server_problems(every, server, lambda p, parts: by_file[p.file].line_of(parts), environ),
+        *server_problems(every, server, lambda p, parts: by_file[p.file].line_of(parts), environ, result.advice),
         *support_problems(every, lambda p, parts: by_file[p.file].line_of(parts), environ)]
     result.problems.extend(result.operator_problems)
     result.problems.sort(key=lambda p: (p.file, p.line or 0))
