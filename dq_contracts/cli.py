@@ -43,7 +43,7 @@ def _nothing_read(result: LoadResult, command: str, paths: Sequence[str]) -> str
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    result = load_contracts(args.paths)
+    result = load_contracts(args.paths, server=args.server)  # loaded as `check` loads it
     if _nothing_read(result, "validate", args.paths):
         return 1
     # every clause that will not run is said, where it is written: a silent drop is the worst outcome
@@ -69,14 +69,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
-def _plan_text(plan: ContractPlan, prefix: str) -> str:
+def _plan_text(plan: ContractPlan, prefix: str, server: str | None = None) -> str:
     from dq_contracts.engine.sentences import AGE, duration, in_durations  # pure: no SQL
     from dq_contracts.odcs.check_kinds import CHECK_KINDS
 
     lines = [f"{plan.file}: {plan.id} {plan.version} ({plan.api_version})"]
-    for server in servers_handling(plan.servers):  # the one the checks use first
-        lines.append(f"  {'checked against server' if server['used'] else 'server'} {server['server']}: "
-                     f"{server['handling']} ({server['how']})")
+    for said in servers_handling(plan.servers, server):  # the one the checks use first
+        lines.append(f"  {'checked against server' if said['used'] else 'server'} {said['server']}: "
+                     f"{said['handling']} ({said['how']})")
     if not plan.servers:
         lines.append("  no server declared: every check fails until the contract declares one")
     for obj in plan.objects:
@@ -117,7 +117,7 @@ def _plan_text(plan: ContractPlan, prefix: str) -> str:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    result = load_contracts(args.paths)
+    result = load_contracts(args.paths, server=args.server)
     if _nothing_read(result, "plan", args.paths):
         return 1
     if args.format == "json":
@@ -128,7 +128,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         say(json.dumps(payload, indent=2, default=str))
     else:
         for plan in result.plans:  # with the names Dagster's ops and schedules take
-            say(_plan_text(plan, result.prefixes[plan.file]))
+            say(_plan_text(plan, result.prefixes[plan.file], args.server))
             say()
         _print_problems(result, sys.stdout)
     return 1 if result.errors else 0
@@ -332,6 +332,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     validate = commands.add_parser("validate", help="report every problem in the contracts")
     validate.add_argument("paths", nargs="+", help="contract files or folders (searched recursively)")
+    validate.add_argument("--server", help="judge the contracts as `check --server NAME` runs them")
     validate.add_argument("--strict", action="store_true",
                           help="warnings are errors: every clause must be enforced (for CI)")
     validate.add_argument("--format", choices=["text", "github"], default="text",
@@ -340,6 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     plan = commands.add_parser("plan", help="show the checks, freshness, schedules and not-enforced clauses")
     plan.add_argument("paths", nargs="+")
+    plan.add_argument("--server", help="the server `check --server NAME` would use")
     plan.add_argument("--format", choices=["text", "json"], default="text")
     plan.set_defaults(run=cmd_plan)
 

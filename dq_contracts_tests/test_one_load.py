@@ -327,3 +327,10 @@ def test_an_unknown_option_shows_the_command_s_usage(capsys):
     code, out = run(capsys, "check", "--bogus", "contracts")
     assert code == 4 and "usage: dq-contracts check" in out and "--partition KEY" in out, out
     assert "dq-contracts check: error: unrecognized arguments: --bogus" in out, out
+
+
+@pytest.mark.parametrize("command", ["validate", "plan", "check"])
+def test_server_is_judged_alike_by_every_command(tmp_path, capsys, command):
+    code, out = run(capsys, command, str(project(tmp_path, sla="")), "--server", "prod")
+    assert code == 1 and re.search(r"orders\.odcs\.yaml:\d+: servers: no server named 'prod' to check against; this "
+                                   r"contract declares 'local'", out), out
