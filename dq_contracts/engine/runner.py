@@ -208,33 +208,35 @@ def _said_by_the_schema(checks: list[CheckPlan], results: dict[str, CheckResult]
     only: no value of the data."""
     from dq_contracts.engine.schema_check import family_of
 
-    schema = next((results[c] for c in (c.name for c in checks if c.kind == "schema")), None)
-    details = schema.details if schema is not None else None
+    schema = next((c for c in checks if c.kind == "schema"), None)
+    details = results[schema.name].details if schema is not None else None
     if not isinstance(details, dict) or "observed_columns" not in details:
         return
     found = {str(name).lower(): str(type_text) for name, type_text in details["observed_columns"]}
-    missing = {str(name).lower() for name in details.get("missing") or ()}
-    wrong = {str(entry).split(":", 1)[0].lower()
-             for entry in (*details.get("type_mismatches", ()), *details.get("logical_type_mismatches", ()))}
-    declared = {str(c["name"]).lower(): c for c in next(c for c in checks if c.kind == "schema").params["columns"]}
+    declared = {str(c["name"]).lower(): c for c in schema.params["columns"]}
+    # column -> what the schema check said of it ("amount: the table spells it 'Amount'; …" and the like)
+    said = {str(e).split(":", 1)[0].lower(): str(e)
+            for e in (*details.get("type_mismatches", ()), *details.get("logical_type_mismatches", ()))}
+
+    def words(check: CheckPlan, column: str) -> str | None:
+        key = column.lower()
+        if key in {str(name).lower() for name in details.get("missing") or ()}:
+            return f"column {column} is missing from the table (see the schema check)"
+        if key in said and "spells it" in said[key]:
+            return f"column {said[key]} (see the schema check)"
+        if key in said and key in found and key in declared:
+            wanted = declared[key].get("physical_type") or _AS_DECLARED.get(
+                str(declared[key].get("logical_type") or "").lower(), declared[key].get("logical_type"))
+            return f"{column} is {found[key]}, not {wanted} (see the schema check)"
+        if check.kind == "freshness" and key in found and family_of(found[key]) not in _TEMPORAL:
+            return f"{column} is {found[key]}, not a date or timestamp: freshness needs one"
+        return None
+
     for check in checks:
         result = results[check.name]
         if check.kind == "schema" or result.error is None or result.error.startswith("not run: "):
             continue
-        for column in named_columns(check):
-            key = column.lower()
-            if key in missing:
-                result.error = f"column {column} is missing from the table (see the schema check)"
-            elif key in wrong and key in found and key in declared:
-                column_plan = declared[key]
-                wanted = column_plan.get("physical_type") or _AS_DECLARED.get(
-                    str(column_plan.get("logical_type") or "").lower(), column_plan.get("logical_type"))
-                result.error = f"{column} is {found[key]}, not {wanted} (see the schema check)"
-            elif check.kind == "freshness" and key in found and family_of(found[key]) not in _TEMPORAL:
-                result.error = f"{column} is {found[key]}, not a date or timestamp: freshness needs one"
-            else:
-                continue
-            break
+        result.error = next((w for w in (words(check, c) for c in named_columns(check)) if w), result.error)
 
 
 def _own_sql(check: CheckPlan, checked: CheckedObject, engine: sa.Engine) -> str | None:
