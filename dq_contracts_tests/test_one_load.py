@@ -334,3 +334,22 @@ def test_server_is_judged_alike_by_every_command(tmp_path, capsys, command):
     code, out = run(capsys, command, str(project(tmp_path, sla="")), "--server", "prod")
     assert code == 1 and re.search(r"orders\.odcs\.yaml:\d+: servers: no server named 'prod' to check against; this "
                                    r"contract declares 'local'", out), out
+
+
+@pytest.mark.parametrize("case", sorted(UNREACHABLE))
+def test_dagster_logs_what_validate_warns_of_a_server(tmp_path, caplog, case, monkeypatch):
+    import logging
+
+    from dq_contracts.dagster_defs.definitions import build_contract_defs
+
+    for variable in [v for v in __import__("os").environ if v.startswith("DQ_CONTRACTS_")]:
+        monkeypatch.delenv(variable)
+    text, says, _ = UNREACHABLE[case]
+    folder = tmp_path / "contracts"
+    folder.mkdir()
+    (folder / "orders.odcs.yaml").write_text(text.format(database="x", sla="").replace("urn:newcomer:orders",
+                                                                                      f"urn:newcomer:{len(case)}"))
+    with caplog.at_level(logging.WARNING, logger="dq_contracts"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        build_contract_defs(folder)
+    assert any(re.search(says, r.getMessage()) for r in caplog.records), [r.getMessage() for r in caplog.records]

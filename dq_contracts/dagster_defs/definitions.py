@@ -232,6 +232,9 @@ def _build_defs(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
     for problem in loaded.problems:
         if problem.file not in rejected_files:  # a rejected contract's problems are logged with it
             said.warning(problem.render())
+    for problem in loaded.advice:  # what `validate` warns of too: a server no check will reach
+        if problem.file not in rejected_files:
+            said.warning(problem.render())
     specs: list[dg.AssetSpec] = []
     for_own: dict[dg.AssetKey, dg.AssetSpec] = {}
     checks: list[dg.AssetChecksDefinition] = []
