@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import json
 import os
@@ -11,7 +12,7 @@ from typing import Sequence
 
 from dq_contracts.odcs.names import schedule_name
 from dq_contracts.odcs.load import LoadResult, load_contracts, not_enforced_problems
-from dq_contracts.odcs.problems import errors_of
+from dq_contracts.odcs.problems import ProblemSeverity, errors_of
 from dq_contracts.odcs.plans import ContractPlan, Severity
 from dq_contracts.odcs.servers import servers_handling
 from dq_contracts.odcs.visible import one_line, say, say_lines
@@ -19,8 +20,10 @@ from dq_contracts.cli_init import cmd_init
 from dq_contracts.cli_streams import Guarded
 
 
-def _print_problems(result: LoadResult, stream) -> None:
-    for problem in result.problems:  # one line each: a contract's text cannot add a line of its own
+def _print_problems(result: LoadResult, stream, advice: bool = False) -> None:
+    """Each problem (with `advice`: and each warning of a server no check will reach, LoadResult.advice)."""
+    shown = sorted([*result.problems, *result.advice], key=lambda p: (p.file, p.line or 0)) if advice else result.problems
+    for problem in shown:  # one line each: a contract's text cannot add a line of its own
         say(one_line(problem.render()), file=stream)
 
 
@@ -31,28 +34,23 @@ def _nothing_read(result: LoadResult, command: str, paths: Sequence[str]) -> str
         return ""
     from dq_contracts.odcs.loader import CONTRACT_SUFFIXES
 
+    _print_problems(result, sys.stderr)  # a file skipped, and why (`kind: Datacontract`)
+
     message = (f"dq-contracts {command}: no contract file ({', '.join('*' + s for s in CONTRACT_SUFFIXES)}) in "
                f"{', '.join(map(str, paths))}")
     say(message, file=sys.stderr)
     return message
 
 
-def _dagster_cron_rule(cron: str) -> str | None:
-    """Dagster's own cron rule (the Dagster layer's), imported only once a contract has a cron:
-    importing Dagster takes seconds, which a folder without crons need not pay."""
-    try:
-        from dq_contracts.dagster_defs.specs import cron_refusal
-    except ImportError:  # no Dagster here: croniter's rule alone
-        return None
-    return cron_refusal(cron)
-
-
 def cmd_validate(args: argparse.Namespace) -> int:
-    result = load_contracts(args.paths, cron_rule=_dagster_cron_rule)
+    result = load_contracts(args.paths, server=args.server)  # loaded as `check` loads it
     if _nothing_read(result, "validate", args.paths):
         return 1
     # every clause that will not run is said, where it is written: a silent drop is the worst outcome
-    shown = sorted([*result.problems, *not_enforced_problems(result)], key=lambda p: (p.file, p.line or 0))
+    shown = sorted([*result.problems, *result.advice, *not_enforced_problems(result)],
+                   key=lambda p: (p.file, p.line or 0))
+    if args.strict:  # a CI gate that requires every clause to be enforced: each warning is an error, and said so
+        shown = [dataclasses.replace(p, severity=ProblemSeverity.ERROR) for p in shown]
     if args.format == "github":  # each problem an annotation where it is written (engine/ci_output.py)
         from dq_contracts.engine.ci_output import problem_annotation
 
@@ -63,8 +61,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
             say(problem.render())
     errors = len(errors_of(shown))
     warnings = len(shown) - errors
-    if args.strict:  # a CI gate that requires every clause to be enforced
-        errors, warnings = errors + warnings, 0
     failed_files = {p.file for p in result.errors}
     contracts = sum(1 for plan in result.plans if plan.file not in failed_files)
     summary = (f"read {result.files_read} contract file(s): {contracts} valid, "
@@ -73,14 +69,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
-def _plan_lines(plan: ContractPlan, prefix: str) -> list[str]:
+def _plan_lines(plan: ContractPlan, prefix: str, server: str | None = None) -> list[str]:
     from dq_contracts.engine.sentences import AGE, duration, in_durations  # pure: no SQL
     from dq_contracts.odcs.check_kinds import CHECK_KINDS
 
     lines = [f"{plan.file}: {plan.id} {plan.version} ({plan.api_version})"]
-    for server in servers_handling(plan.servers):  # the one the checks use first
-        lines.append(f"  {'checked against server' if server['used'] else 'server'} {server['server']}: "
-                     f"{server['handling']} ({server['how']})")
+    for said in servers_handling(plan.servers, server):  # the one the checks use first
+        lines.append(f"  {'checked against server' if said['used'] else 'server'} {said['server']}: "
+                     f"{said['handling']} ({said['how']})")
     if not plan.servers:
         lines.append("  no server declared: every check fails until the contract declares one")
     for obj in plan.objects:
@@ -121,7 +117,7 @@ def _plan_lines(plan: ContractPlan, prefix: str) -> list[str]:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    result = load_contracts(args.paths)
+    result = load_contracts(args.paths, server=args.server)
     if _nothing_read(result, "plan", args.paths):
         return 1
     if args.format == "json":
@@ -132,7 +128,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         say_lines(json.dumps(payload, indent=2, default=str).splitlines())
     else:
         for plan in result.plans:  # with the names Dagster's ops and schedules take
-            say_lines(_plan_lines(plan, result.prefixes[plan.file]))
+            say_lines(_plan_lines(plan, result.prefixes[plan.file], args.server))
             say()
         _print_problems(result, sys.stdout)
     return 1 if result.errors else 0
@@ -212,8 +208,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         # the result in words and units ("1 row of 120 below 0 (0.8 %)"), then samples where allowed
         rows = [("asset", "check", "severity", "status", "result", "samples")]
+        shared = _shared_errors(results)
         for r in results:
-            message = said(r)
+            message = "could not be evaluated: the error said below" if r.error in shared else said(r)
             if args.partition is not None:
                 message = f"[{'partition ' + r.partition if r.partition else 'whole table'}] {message}"
             # a value of the data or a contract's text on its line: none can forge a result or the summary
@@ -223,13 +220,26 @@ def cmd_check(args: argparse.Namespace) -> int:
         for row in rows if results else ():  # nothing ran: the problems say why, with no empty table
             say("  ".join(str(v).ljust(w) for v, w in zip(row, widths)) + "  " + "  ".join(
                 str(v) for v in row[4:] if v))
+        for error, failed in shared.items():  # once per server or table, not once per check
+            files = ", ".join(dict.fromkeys(r.file for r in failed))
+            say(one_line(f"{files}: {len(failed)} check(s) could not be evaluated: {error}"))
         if not results:
-            _print_problems(loaded, sys.stdout)
+            _print_problems(loaded, sys.stdout, advice=True)
         say(_counted(results) + ("" if results or not loaded.problems else
                                  " (no contract could run: the problems above say why)"))
         if results:
-            _print_problems(loaded, sys.stdout)
+            _print_problems(loaded, sys.stdout, advice=True)
     return exit_code(results, loaded.problems)
+
+
+def _shared_errors(results: list) -> dict[str, list]:
+    """An error that kept several checks from a verdict (a server no check reached, a file that is
+    not there), with those checks: said once, not once per check."""
+    by_error: dict[str, list] = {}
+    for r in results:
+        if r.error and not r.error.startswith("not run: "):  # a refusal is its own clause's
+            by_error.setdefault(r.error, []).append(r)
+    return {error: failed for error, failed in by_error.items() if len(failed) > 1}
 
 
 def _stopped(args: argparse.Namespace, loaded: LoadResult, message: str) -> int:
@@ -322,6 +332,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     validate = commands.add_parser("validate", help="report every problem in the contracts")
     validate.add_argument("paths", nargs="+", help="contract files or folders (searched recursively)")
+    validate.add_argument("--server", help="judge the contracts as `check --server NAME` runs them")
     validate.add_argument("--strict", action="store_true",
                           help="warnings are errors: every clause must be enforced (for CI)")
     validate.add_argument("--format", choices=["text", "github"], default="text",
@@ -330,6 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     plan = commands.add_parser("plan", help="show the checks, freshness, schedules and not-enforced clauses")
     plan.add_argument("paths", nargs="+")
+    plan.add_argument("--server", help="the server `check --server NAME` would use")
     plan.add_argument("--format", choices=["text", "json"], default="text")
     plan.set_defaults(run=cmd_plan)
 
@@ -413,7 +425,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        args, extra = parser.parse_known_args(argv)
+        if extra:  # said by the command's own parser, with its usage (`check --bogus`: check's options)
+            commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+            commands.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:  # argparse's usage error is 2, which `check` gives to warnings alone
         from dq_contracts.engine.ci_output import Exit
 

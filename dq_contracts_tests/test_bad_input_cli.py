@@ -277,7 +277,9 @@ NOT_ENFORCED = {
 
 @pytest.mark.parametrize("text,path,said", list(NOT_ENFORCED.values()), ids=list(NOT_ENFORCED))
 def test_validate_says_every_clause_that_will_not_run(tmp_path, text, path, said):
-    (tmp_path / "c.odcs.yaml").write_text(text)
+    # with a server: a contract without one has a warning of its own (its checks cannot run)
+    (tmp_path / "c.odcs.yaml").write_text(text.replace("status: active\n", "status: active\nservers:\n"
+                                                       "  - server: mem\n    type: duckdb\n    database: ':memory:'\n", 1))
     plain = run_validate(tmp_path, ["c.odcs.yaml"])
     assert plain.returncode == 0, plain.stdout + plain.stderr
     line = next((ln for ln in plain.stdout.splitlines() if f": warning: {path}: " in ln), None)

@@ -22,7 +22,7 @@ from dq_contracts.dagster_defs.freshness_sensor import freshness_sensor as build
 from dq_contracts.dagster_defs.jobs import contract_defs
 from dq_contracts.dagster_defs.problem_defs import LoadLog, problem_defs
 from dq_contracts.dagster_defs.resource import WarehouseResource
-from dq_contracts.dagster_defs.specs import ContractSpecs, ObjectSpecs, build_contract_specs, cron_refusal
+from dq_contracts.dagster_defs.specs import ContractSpecs, ObjectSpecs, build_contract_specs
 from dq_contracts.dagster_defs.translator import DqContractsTranslator
 from dq_contracts.odcs.load import LoadResult, gc_paused, load_contracts
 from dq_contracts.odcs.loader import CONTRACT_SUFFIXES
@@ -242,7 +242,7 @@ def _build_defs(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     resource, defs = settings.resource, settings.defs
     server = resource.server.get_value() if isinstance(resource.server, dg.EnvVar) else resource.server
-    loaded = load_contracts(paths, server=server, environ=resource.environ(), cron_rule=cron_refusal)
+    loaded = load_contracts(paths, server=server, environ=resource.environ())
     own = _keys_of(settings.theirs)
     built = build_contract_specs(loaded.usable_plans, settings.translator, server=server,
                                  crons_as_conditions=not settings.contract_jobs, own_keys=own,
@@ -258,6 +258,9 @@ def _build_defs(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
     rejected_files = {r.file for r in loaded.rejected}
     for problem in loaded.problems:
         if problem.file not in rejected_files:  # a rejected contract's problems are logged with it
+            said.warning(problem.render())
+    for problem in loaded.advice:  # what `validate` warns of too: a server no check will reach
+        if problem.file not in rejected_files:
             said.warning(problem.render())
     specs: list[dg.AssetSpec] = []
     for_own: dict[dg.AssetKey, dg.AssetSpec] = {}

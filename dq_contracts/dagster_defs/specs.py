@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import dagster as dg
-from dagster._utils.schedules import is_valid_cron_schedule
 
 from dq_contracts.engine.contracts import ServerChoiceError, choose_server
 from dq_contracts.odcs.declaration import server_name
@@ -40,18 +39,6 @@ class ObjectSpecs:
 class ContractSpecs:
     objects: list[ObjectSpecs] = field(default_factory=list)
     rejected: list[RejectedContract] = field(default_factory=list)  # translator errors, keys claimed twice
-
-
-def cron_refusal(cron: str) -> str | None:
-    """Why Dagster refuses a cron that croniter takes (six fields with seconds, 30 February), or None:
-    Dagster's own rule, the one `ScheduleDefinition` and `AutomationCondition.on_cron` apply, asked
-    before anything is built so that the contract, not the code location, fails."""
-    try:
-        valid = is_valid_cron_schedule(cron)
-    except Exception:  # croniter's own refusals raise inside it
-        valid = False
-    return None if valid else ("Dagster refuses this cron: it takes standard 5-field crons (minute hour day "
-                               "month weekday, no seconds or year) that can fire")
 
 
 def server_of(plan: ContractPlan, server: str | None = None) -> dict[str, Any] | None:

@@ -111,7 +111,7 @@ def connection_for(server: Mapping[str, Any], environ: Mapping[str, str] | None 
         roots = () if is_remote(path) else real_roots(declaration, root)
         # csv: DuckDB detects the delimiter; no hidden file, and with no roots declared only files
         # named for the format, whatever the glob matches
-        files = Files(fmt, path, roots, extensions, any_name=bool(declaration.roots))
+        files = Files(fmt, path, roots, extensions, any_name=bool(declaration.roots), written=str(server["path"]))
         return Connection(sa.URL.create(row.dialect, database=":memory:"), None, (), files,
                           _settings(row.dialect, declaration))
     if row is not None and row.database_file:

@@ -16,6 +16,7 @@ from dq_contracts.odcs.closed_sets import StrEnum
 from typing import Any, Iterable
 
 from dq_contracts.engine.verdicts import Unmeasurable
+from dq_contracts.odcs.declaration import NoFileMatches
 from dq_contracts.odcs.partitions import PartitionKeyError
 from dq_contracts.odcs.paths import clause_location
 from dq_contracts.odcs.plans import CheckPlan, ClauseAt, ContractPlan, Level, ObjectPlan, Severity
@@ -179,7 +180,7 @@ class StatementTimeout(Exception):
 
 # Exceptions whose message this package writes, from the contract and the catalog alone: shown as
 # they are. Any other (the driver's, SQLAlchemy's, Python's on a value) may quote the data.
-OWN_MESSAGES: tuple[type[BaseException], ...] = (Unmeasurable, StatementTimeout, PartitionKeyError)
+OWN_MESSAGES: tuple[type[BaseException], ...] = (Unmeasurable, StatementTimeout, PartitionKeyError, NoFileMatches)
 
 
 

@@ -153,6 +153,7 @@ def _run_checks(contract: ContractPlan, obj: ObjectPlan, engine: sa.Engine, chec
         measured = _measure(aggregated, checked, session) if scan else Measured()
         for check in runnable:
             results[check.name] = _judged(check, checked, session, measured, result, failure)
+        _said_by_the_schema(runnable, results)
         failing = [(c, results[c.name]) for c in runnable if not results[c.name].passed and results[c.name].error is None]
         try:
             _add_samples(failing, checked, session, error_text, measured)
@@ -222,6 +223,51 @@ def _judged(check: CheckPlan, checked: CheckedObject, session: Session, measured
         return outcome
     return result(check, passed=verdict.passed, observed=verdict.observed, row_count=measured.row_count,
                   error=verdict.error, details=verdict.details, level=verdict.level, **sqls())
+
+
+# a declared logicalType, as the sentence "X is VARCHAR, not a number" ends
+_AS_DECLARED = {"integer": "an integer", "number": "a number", "string": "text", "boolean": "a boolean",
+                "date": "a date", "timestamp": "a timestamp", "time": "a time", "array": "an array",
+                "object": "an object"}
+_TEMPORAL = ("date", "timestamp")
+
+
+def _said_by_the_schema(checks: list[CheckPlan], results: dict[str, CheckResult]) -> None:
+    """A check that errored on a column the schema check found missing or of another type says that,
+    in words, from the catalog the run read already, instead of the engine's error (`isnan(VARCHAR)`,
+    a Binder error about a column it cannot find, withheld beside a classified one). Names and types
+    only: no value of the data."""
+    from dq_contracts.engine.schema_check import family_of
+
+    schema = next((c for c in checks if c.kind == "schema"), None)
+    details = results[schema.name].details if schema is not None else None
+    if not isinstance(details, dict) or "observed_columns" not in details:
+        return
+    found = {str(name).lower(): str(type_text) for name, type_text in details["observed_columns"]}
+    declared = {str(c["name"]).lower(): c for c in schema.params["columns"]}
+    # column -> what the schema check said of it ("amount: the table spells it 'Amount'; …" and the like)
+    said = {str(e).split(":", 1)[0].lower(): str(e)
+            for e in (*details.get("type_mismatches", ()), *details.get("logical_type_mismatches", ()))}
+
+    def words(check: CheckPlan, column: str) -> str | None:
+        key = column.lower()
+        if key in {str(name).lower() for name in details.get("missing") or ()}:
+            return f"column {column} is missing from the table (see the schema check)"
+        if key in said and "spells it" in said[key]:
+            return f"column {said[key]} (see the schema check)"
+        if key in said and key in found and key in declared:
+            wanted = declared[key].get("physical_type") or _AS_DECLARED.get(
+                str(declared[key].get("logical_type") or "").lower(), declared[key].get("logical_type"))
+            return f"{column} is {found[key]}, not {wanted} (see the schema check)"
+        if check.kind == "freshness" and key in found and family_of(found[key]) not in _TEMPORAL:
+            return f"{column} is {found[key]}, not a date or timestamp: freshness needs one"
+        return None
+
+    for check in checks:
+        result = results[check.name]
+        if check.kind == "schema" or result.error is None or result.error.startswith("not run: "):
+            continue
+        result.error = next((w for w in (words(check, c) for c in named_columns(check)) if w), result.error)
 
 
 def _own_sql(check: CheckPlan, checked: CheckedObject, engine: sa.Engine) -> str | None:

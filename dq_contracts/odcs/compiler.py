@@ -321,18 +321,32 @@ def _sla_schedule(sla: dict) -> str | None:
 _CRON_FROM = datetime.datetime(2026, 1, 1)  # any fixed start: a cron that can fire does within years of it
 
 
-def _valid_cron(expression: str, parts: list, ctx: _Compiling) -> str | None:
+def cron_refusal(expression: str) -> str | None:
+    """Why a contract cron is refused, or None: croniter's rule, then the scheduler's (Dagster takes
+    standard 5-field crons only, the rule of its `is_valid_cron_string`), then one that never fires
+    (31 April, 30 February: Dagster's automation would fail for every contract). Pure, so that every
+    command and the Dagster layer judge a cron alike; `dagster_defs` tests hold it to Dagster's."""
     from croniter import croniter  # only for a contract with a cron: `check` need not import it
 
     if not croniter.is_valid(expression):
-        ctx.problem(parts, f"invalid cron expression {expression!r}")
-        return None
-    try:  # one that never fires (31 April) would make Dagster's automation fail for every contract
+        return "invalid cron expression"
+    if len(croniter.expand(expression)[0]) != 5:  # seconds or a year: croniter takes them, Dagster does not
+        return ("Dagster refuses this cron: it takes standard 5-field crons (minute hour day month weekday, no "
+                "seconds or year) that can fire")
+    try:
         croniter(expression, _CRON_FROM).get_next(datetime.datetime)
     except Exception:
-        ctx.problem(parts, f"cron {expression!r}: it never fires (a day no month has)")
-        return None
-    return expression
+        return "it never fires (a day no month has)"
+    return None
+
+
+def _valid_cron(expression: str, parts: list, ctx: _Compiling) -> str | None:
+    refusal = cron_refusal(expression)
+    if refusal is None:
+        return expression
+    ctx.problem(parts, f"invalid cron expression {expression!r}" if refusal == "invalid cron expression"
+                else f"cron {expression!r}: {refusal}")
+    return None
 
 
 def _sla_element(sla: dict, parts: list, ctx: _Compiling) -> tuple[str, dict] | None:

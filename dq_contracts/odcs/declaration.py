@@ -407,6 +407,22 @@ def server_refusals(server: Mapping[str, Any], index: int, contract_file: str, f
     return found
 
 
+def endpoint_missing(server: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> str | None:
+    """Why no check can reach a warehouse server that needs the operator's endpoint (no `_URL`, no
+    `_HOST`), or None; the words the engine's refusal uses when it connects (connections.py)."""
+    kind = str(server.get("type") or "").lower()
+    row = server_type(kind)
+    if row is None or not row.dialect or row.files or row.database_file or local(kind) or lake_format(dict(server)):
+        return None
+    declaration = declaration_of(server_name(server), environ)
+    if declaration.url or declaration.host:
+        return None
+    prefix = env_prefix(declaration.name)
+    return (f"server {declaration.name!r}: no endpoint declared by the operator; set {prefix}_URL, or {prefix}_HOST "
+            "(with _PORT, _DATABASE, _USER, _PASSWORD). Credentials are never sent to a host that only the "
+            "contract names")
+
+
 def schema_refusals(server: Mapping[str, Any], declaration: ServerDeclaration, physical_names: tuple[str, ...],
                     kind: str) -> list[str]:
     """An object whose physicalName names another schema (`pg_catalog.pg_authid`, `other.t`) or a
@@ -447,6 +463,31 @@ def chosen_name_refusals(server: Mapping[str, Any], declaration: ServerDeclarati
     return name_refusals(server, row, declared_names(declaration), declaration.schemas, env_prefix(declaration.name))
 
 
+class NoFileMatches(FileNotFoundError):
+    """A file server's path matches no file: its words are this package's, from the contract's path
+    and the operator's roots alone (no value of the data), so they are shown beside a classified column."""
+
+
+RELATIVE_PATHS = "a relative path is read from the contract file's folder, not the current one"
+
+
+def files_missing(server: Mapping[str, Any], folder: str, physical_names: tuple[str, ...]) -> str | None:
+    """What a local file server's path matches no file for (the first object's), or None: said when
+    the contract loads, where its line is, before every check fails on it. Only names are read."""
+    path = str(server.get("path") or "")
+    if not path or is_remote(path):
+        return None
+    files = Files(str(server.get("format")), os.path.normpath(local_path(path, folder)))
+    for physical in physical_names or ("",):
+        pattern = files.pattern_of(physical) if physical else files.path
+        if not any(is_regular(p) for p in globbing.iglob(pattern, recursive=True)):
+            relative = "" if os.path.isabs(os.path.expanduser(path)) else f"; {RELATIVE_PATHS} ({folder})"
+            return (f"server {server_name(server)!r}: path {path!r} matches no file"
+                    f"{f' for object {physical!r}' if physical else ''}: looked for {pattern}{relative}; every "
+                    "check of it fails until the file is there")
+    return None
+
+
 @dataclass(frozen=True)
 class Files:
     """Files of one ODCS file server, read as tables by DuckDB: `path` (a glob; `{model}` or
@@ -457,6 +498,7 @@ class Files:
     roots: tuple[str, ...] = ()  # real paths the server may open; () for a remote location
     extensions: tuple[str, ...] = ()  # its format's file names (servers.FORMAT_EXTENSIONS)
     any_name: bool = False  # the operator declared the roots: a file of any (not hidden) name
+    written: str = ""  # the path as the contract writes it, for the words of a path that matches nothing
 
     def path_of(self, physical_name: str) -> str | list[str]:
         """What DuckDB reads for the object: a remote location as written; a local glob expanded
@@ -466,7 +508,9 @@ class Files:
             return pattern
         found = regular_files(pattern, self.roots, self.extensions, self.any_name)
         if not found:
-            raise FileNotFoundError(f"no regular file inside the operator's roots matches {pattern}")
+            raise NoFileMatches(f"no regular file inside the operator's roots matches {pattern}"
+                                    + (f" (the server's path {self.written!r}: {RELATIVE_PATHS})"
+                                       if self.written and not os.path.isabs(os.path.expanduser(self.written)) else ""))
         return found
 
     def pattern_of(self, physical_name: str) -> str:

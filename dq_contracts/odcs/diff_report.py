@@ -56,9 +56,11 @@ def read_side(path: str, stdin: IO[bytes] | None) -> tuple[list[ContractPlan], l
 
 
 def _plans_of(result, path: str) -> tuple[list[ContractPlan], list[Problem]]:
-    compiled = {p.file for p in result.plans}
-    # a file with no plan could not be read, validated or compiled: its errors say where and why
-    errors = [p for p in contract_errors_of(result.problems) if p.file not in compiled]
+    # every error `validate` gives the contract itself (a file that could not be read, validated or
+    # compiled; a cron Dagster refuses; an asset claimed twice): nothing that cannot run is compared.
+    # What the operator's declaration refuses is left out: the diff connects to nothing
+    operator = set(map(id, result.operator_problems))
+    errors = [p for p in contract_errors_of(result.problems) if id(p) not in operator]
     if not result.files_read:
         errors.append(Problem(path, "no contract file here"))
     return result.plans, errors

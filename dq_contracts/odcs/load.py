@@ -12,23 +12,21 @@ import gc
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping
+from typing import Iterable, Mapping
 
 from dq_contracts.odcs.compiler import compile_contract, outline_contract
 from dq_contracts.odcs.folder import FolderIndex
 from dq_contracts.odcs.names import INVALID_ASSET_PREFIX, definition_names, fixed_name_taken, name_refusal, short_prefixes, contested_prefixes, distinct_transliterated_keys
-from dq_contracts.odcs.servers import checkable
+from dq_contracts.odcs.servers import checkable, is_file_server, lake_format
 from dq_contracts.odcs.classification import share_classification
-from dq_contracts.odcs.declaration import bound, declaration_of, env_prefix, root_of_loaded, server_name, server_refusals
+from dq_contracts.odcs.declaration import (bound, declaration_of, endpoint_missing, env_prefix, files_missing,
+                                           root_of_loaded, server_name, server_refusals)
 from dq_contracts.odcs.loader import load_documents
 from dq_contracts.odcs.paths import named_path, parts_of
 from dq_contracts.odcs.plans import ContractPlan
 from dq_contracts.odcs.problems import Problem, ProblemSeverity, Reach, contract_errors_of, errors_of
 from dq_contracts.odcs.support import alert_policy, policy_warnings, support_refusals
 from dq_contracts.odcs.validate import ValidatedContract, validate_document
-
-
-CronRule = Callable[[str], "str | None"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +54,13 @@ class LoadResult:
     # file -> the short name its Dagster definitions take (compiler.short_prefixes over every compiled
     # contract, so that rejecting one renames no other)
     prefixes: dict[str, str] = field(default_factory=dict)
+    # the problems the operator's declaration makes (server_problems, support_problems): `diff`,
+    # which connects to nothing, leaves them out; every other problem is the contract's own
+    operator_problems: list[Problem] = field(default_factory=list)
+    # warnings of what will keep checks from running though nothing is wrong with the contract as
+    # read (no server a check can use, no endpoint declared, a path that matches no file yet):
+    # `validate` and `check` say them at their lines; not problems, which the Dagster layer shows
+    advice: list[Problem] = field(default_factory=list)
 
     @property
     def errors(self) -> list[Problem]:
@@ -68,14 +73,21 @@ class LoadResult:
         return [p for p in self.plans if p.file not in broken]
 
 
+NO_SERVER_REMEDY = ("add a `servers` entry (type duckdb with database and schema, postgresql with schema, or local "
+                    "with format csv, parquet or json and a path); every check fails until then")
+NO_SERVER = f"the contract declares no server to check against: {NO_SERVER_REMEDY}"
+
+
 def server_problems(plans: Iterable[ContractPlan], server: str | None,
                     line_of=lambda plan, parts=("servers",): None,
-                    environ: Mapping[str, str] | None = None) -> list[Problem]:
+                    environ: Mapping[str, str] | None = None, advice: list[Problem] | None = None) -> list[Problem]:
     """What stops a contract's server before anything connects: a `server` name (component,
     resource, --server) the contract does not declare, naming the servers it does declare; and what
     the operator's declaration refuses in the server it will use (declaration.server_refusals: not
-    bound to its folder, another type or endpoint, a file outside the roots, a remote location)."""
-    found = []
+    bound to its folder, another type or endpoint, a file outside the roots, a remote location).
+    To `advice`, the warnings of a server no check will reach (LoadResult.advice)."""
+    found: list[Problem] = []
+    advice = [] if advice is None else advice
     for plan in plans:
         names = [server_name(s) for s in plan.servers]
         if server is not None and server not in names:
@@ -84,13 +96,28 @@ def server_problems(plans: Iterable[ContractPlan], server: str | None,
                                  line_of(plan, ("servers",))))
             continue
         index = _server_index(plan, server)
-        if index is None:
+        if index is None:  # said here, once, not by every check when it runs
+            advice.append(Problem(plan.file, NO_SERVER if not plan.servers else
+                                 f"none of the servers declared ({', '.join(map(repr, names))}) is one a check can "
+                                 f"run against: {NO_SERVER_REMEDY}", "servers", line_of(plan, ("servers",)),
+                                 ProblemSeverity.WARNING))
             continue
+        missing = endpoint_missing(plan.servers[index], environ)
+        if missing:  # a warning: the operator may set it where this load does not see (another shell, a resource)
+            advice.append(Problem(plan.file, f"{missing}; every check against it fails until then",
+                                 named_path({"servers": list(plan.servers)}, ["servers", index]),
+                                 line_of(plan, ("servers", index)), ProblemSeverity.WARNING))
         physical = tuple(o.physical_name for o in plan.objects)
-        for parts, message in server_refusals(plan.servers[index], index, plan.file, plan.folder, plan.root,
-                                              physical, environ):
+        refused = server_refusals(plan.servers[index], index, plan.file, plan.folder, plan.root, physical, environ)
+        for parts, message in refused:
             found.append(Problem(plan.file, message, named_path({"servers": list(plan.servers)}, parts),
                                  line_of(plan, parts)))
+        absent = (not refused and is_file_server(dict(plan.servers[index])) and not lake_format(dict(plan.servers[index]))
+                  and files_missing(plan.servers[index], plan.folder, physical))
+        if absent:  # a warning: the files may be written before the checks run
+            parts = ["servers", index, "path"]
+            advice.append(Problem(plan.file, absent, named_path({"servers": list(plan.servers)}, parts),
+                                 line_of(plan, parts), ProblemSeverity.WARNING))
     return found
 
 
@@ -144,17 +171,17 @@ def support_problems(plans: Iterable[ContractPlan], line_of=lambda plan, parts: 
 
 
 def load_contracts(paths: Iterable[str | os.PathLike[str]], *, server: str | None = None,
-                   environ: Mapping[str, str] | None = None, cron_rule: CronRule | None = None) -> LoadResult:
+                   environ: Mapping[str, str] | None = None) -> LoadResult:
     """Every contract under `paths`; `server` is the server name checks will use (None: each
     contract's first SQL server), and a contract without it is rejected, as is one whose server
     the operator's declaration (`environ`, default the process's: declaration.py) refuses.
-    `cron_rule(cron)` says why the scheduler refuses a cron croniter accepts (None when it takes
-    it): the Dagster layer passes Dagster's own rule, which this pure core cannot import."""
+    Every command and the Dagster layer load through here, with these arguments only, so that no
+    entry point runs what `validate` refuses (a cron Dagster refuses is the compiler's problem)."""
     # Loading builds many small objects that all stay alive until the plans are made (documents
     # and their YAML node trees, for line numbers): the cyclic collector would scan them again and
     # again for nothing, about a third of the load time at 1,000 contracts. It runs once, after.
     with gc_paused():
-        return _load_contracts(paths, server, environ, cron_rule)
+        return _load_contracts(paths, server, environ)
 
 
 FULL_COLLECTION_AFTER = 250_000  # new objects: about 200 contracts of 20 properties built into Definitions
@@ -190,12 +217,12 @@ def _not_read(file: str, step: str, exc: Exception) -> Problem:
 
 
 def _load_contracts(paths: Iterable[str | os.PathLike[str]], server: str | None,
-                    environ: Mapping[str, str] | None, cron_rule: CronRule | None = None) -> LoadResult:
+                    environ: Mapping[str, str] | None) -> LoadResult:
     paths = list(paths)
     documents, problems = load_documents(paths)
     roots = _roots_of(paths)
-    # files that could not even be parsed count as read too
-    result = LoadResult(problems=problems, files_read=len(documents) + len({p.file for p in problems}))
+    # files that could not even be parsed count as read too; a file skipped with a warning does not
+    result = LoadResult(problems=problems, files_read=len(documents) + len({p.file for p in errors_of(problems)}))
     documents, links = _links_read_once(documents)
     result.problems.extend(links)
     compiled: list[tuple[ContractPlan, object]] = []
@@ -238,14 +265,17 @@ def _load_contracts(paths: Iterable[str | os.PathLike[str]], server: str | None,
                 f"({result.prefixes[plan.file]!r}); give each contract a name of its own"), "warning"))
     broken = {p.file for p in contract_errors_of(result.problems)}
     lost: dict[str, set[tuple[str, ...]]] = {}
-    contested = _cross_file_problems(compiled, result.prefixes, cron_rule, broken, result.keepers, lost)
+    contested = _cross_file_problems(compiled, result.prefixes, broken, result.keepers, lost)
     result.problems.extend(contested)
     failed = {p.file for p in contract_errors_of(contested)}
     result.plans.extend(plan for plan, _ in compiled if plan.file not in failed)
     by_file = {d.file: d for d in documents}
-    result.problems.extend(server_problems(result.plans, server, lambda p, parts: by_file[p.file].line_of(parts),
-                                           environ))
-    result.problems.extend(support_problems(result.plans, lambda p, parts: by_file[p.file].line_of(parts), environ))
+    # over every compiled contract, rejected or not: each problem is said at once, not one per run
+    every = [plan for plan, _ in compiled]
+    result.operator_problems = [
+        *server_problems(every, server, lambda p, parts: by_file[p.file].line_of(parts), environ, result.advice),
+        *support_problems(every, lambda p, parts: by_file[p.file].line_of(parts), environ)]
+    result.problems.extend(result.operator_problems)
     result.problems.sort(key=lambda p: (p.file, p.line or 0))
 
     compiled_by_file = {plan.file: plan for plan, _ in compiled}
@@ -308,7 +338,7 @@ def _root_of(file: str, roots: list[tuple[str, str]]) -> str:
 
 
 def _cross_file_problems(compiled: list[tuple[ContractPlan, object]], prefixes: dict[str, str],
-                         cron_rule: CronRule | None, broken: set[str], keepers: Mapping[str, str] | None = None,
+                         broken: set[str], keepers: Mapping[str, str] | None = None,
                          lost: dict[str, set[tuple[str, ...]]] | None = None) -> list[Problem]:
     """What one contract would take from another, judged on the whole folder at once, so that no
     file wins by the order files are read in: an (id, version), an asset, a Dagster name claimed by
@@ -316,8 +346,7 @@ def _cross_file_problems(compiled: list[tuple[ContractPlan, object]], prefixes: 
     others. Such a contract is rejected whole: none of its checks attach anywhere, and every asset
     it names (the contested one too) shows its failing `contract_valid` check. The Dagster names are
     every name `compiler.definition_names` gives (what definitions.py builds, whatever the options);
-    a name Dagster would refuse, or one of dq_contracts' own, is a problem too, as is a cron the
-    scheduler refuses (`cron_rule`).
+    a name Dagster would refuse, or one of dq_contracts' own, is a problem too.
 
     Where the operator drew the boundary (`keepers`: contracts in a folder the server they use is
     bound to), a claim of a bound contract and of unbound ones is the bound contract's: each unbound
@@ -355,11 +384,6 @@ def _cross_file_problems(compiled: list[tuple[ContractPlan, object]], prefixes: 
                 " (give the contract another `name`)" if fixed else None)
             if refusal:
                 found.append(_problem(plan, document, named.parts, refusal))
-        for schedule in plan.schedules if cron_rule is not None else ():
-            refusal = cron_rule(schedule.cron)
-            if refusal:
-                found.append(_problem(plan, document, (*parts_of(schedule.clause), "schedule"),
-                                      f"cron {schedule.cron!r}: {refusal}"))
     _judge_claims(claims, keepers, lost, found)
     return found
 

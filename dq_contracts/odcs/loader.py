@@ -38,7 +38,7 @@ MAX_SINGLE_PASS_CHARS = 256 * 1024
 
 CONTRACT_SUFFIXES = (".odcs.yaml", ".odcs.yml", ".odcs.json")
 DATA_SUFFIXES = (".yaml", ".yml", ".json")
-_KIND_HINT = re.compile(rb"DataContract")
+_KIND_HINT = re.compile(rb"(?i)datacontract")  # in any case: `kind: Datacontract` is said, not skipped silently
 
 
 class _NoTimestampLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
@@ -473,6 +473,11 @@ def read_document(path: Path, *, explicit: bool = False) -> tuple[LoadedDocument
 
     if not is_contract_name and not explicit:
         if not (isinstance(data, dict) and data.get("kind") == "DataContract"):
+            kind = data.get("kind") if isinstance(data, dict) else None
+            if isinstance(kind, str) and kind.strip().lower() == "datacontract":  # a contract, misspelt
+                return None, [Problem(shown, f"skipped: `kind: {kind}` is not `kind: DataContract`, so this file is "
+                                             "not read as a contract (a file not named *.odcs.yaml is read when its "
+                                             "kind is DataContract, spelt so)", "kind", severity="warning")]
             return None, []
     if data is None:
         return None, [Problem(shown, "the file is empty")]

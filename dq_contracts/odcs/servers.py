@@ -266,10 +266,13 @@ def server_handling(server: dict) -> tuple[Handling, str]:
     return row.handling, f"{kind}: {row.how}"
 
 
-def servers_handling(servers: tuple[dict, ...] | list[dict]) -> list[dict]:
+def servers_handling(servers: tuple[dict, ...] | list[dict], name: str | None = None) -> list[dict]:
     """What `plan` says of a contract's servers: each one's name, type, handling and why, and which
-    one its checks use (the first that can be checked, as `check` and Dagster choose without a name)."""
-    used = next((i for i, s in enumerate(servers) if checkable(s)), None)
+    one its checks use (the one named `name`, else the first that can be checked, as `check` and
+    Dagster choose without a name)."""
+    names = [str(s.get("server") or s.get("id") or "default") for s in servers]
+    used = (names.index(name) if name in names else None) if name is not None else next(
+        (i for i, s in enumerate(servers) if checkable(s)), None)
     said = []
     for i, server in enumerate(servers):
         handling, how = server_handling(server)

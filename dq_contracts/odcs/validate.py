@@ -29,6 +29,7 @@ from dq_contracts.odcs.loader import LoadedDocument
 from dq_contracts.odcs.normalise import OPERATORS, Rewrite, all_properties, normalise, quality_items
 from dq_contracts.odcs.paths import Parts, named_path
 from dq_contracts.odcs.problems import Problem
+from dq_contracts.odcs.servers import FORMAT_EXTENSIONS
 from dq_contracts.odcs.visible import visible_all
 
 SCHEMA_PACKAGE = "open_data_contract_standard"
@@ -203,6 +204,10 @@ def vocabulary() -> frozenset[str]:
 
 
 
+# a server `type: csv`: files are a `local` server of that format
+_FILES_TYPE = " (did you mean `type: local` with `format: {format}` and a `path`?)"
+
+
 def _plain(error: Any) -> list[tuple[list[str | int], str]]:
     """(extra path parts, plain message) for one jsonschema-rs error."""
     kind = type(error.kind).__name__
@@ -217,7 +222,9 @@ def _plain(error: Any) -> list[tuple[list[str | int], str]]:
         options = [o for o in (getattr(error.kind, "options", None) or []) if isinstance(o, (str, int, float))]
         if options:
             return [([], f"{json.dumps(error.instance)} is not one of {', '.join(map(str, options))}"
-                     + did_you_mean(error.instance, options))]
+                     + (_FILES_TYPE.format(format=str(error.instance).lower())
+                        if "local" in options and str(error.instance).lower() in FORMAT_EXTENSIONS
+                        else did_you_mean(error.instance, options)))]
     if kind == "Required":
         key = re.findall(r'"([^"]*)"', message) or [message]
         return [([], f"missing required key '{key[0]}'")]

@@ -146,8 +146,10 @@ def test_a_file_server_reads_no_file_of_the_project_that_is_not_data(tmp_path, a
     assert PASSWORD not in proc.stdout + proc.stderr, attack
     validated = subprocess.run([sys.executable, "-m", "dq_contracts.cli", "validate", "contracts"], cwd=tmp_path,
                                capture_output=True, text=True, timeout=120)
-    assert (validated.returncode, "servers[0].path" in validated.stdout) == ((1, True) if refused else (0, False))
-    if not refused:  # it loads, and its checks fail for want of a file
+    assert (validated.returncode, "servers[0].path" in validated.stdout) == ((1, True) if refused else (0, True))
+    if not refused:  # it loads, with a warning that its path matches no file, and its checks fail for want of one
+        assert "warning: servers[0].path: server 'files': path" in validated.stdout, validated.stdout
+        assert "matches no file" in validated.stdout, validated.stdout
         assert all(not r["passed"] for r in json.loads(proc.stdout)["results"])
 
 

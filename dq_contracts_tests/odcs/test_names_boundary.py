@@ -22,7 +22,6 @@ from dq_contracts.odcs.names import DAGSTER_RESERVED, UniqueNames
 from dq_contracts.odcs.load import load_contracts
 from dq_contracts.dagster_defs.definitions import build_contract_defs
 from dq_contracts.odcs.plans import CheckPlan
-from dq_contracts.dagster_defs.specs import cron_refusal
 from dq_contracts.dagster_defs.translator import DqContractsTranslator
 
 SERVER = [{"server": "local", "type": "duckdb", "database": "warehouse.duckdb"}]
@@ -145,7 +144,7 @@ KEYS = [
 @pytest.mark.parametrize("physical, keys", KEYS, ids=[" ".join(p.values()) for p, _ in KEYS])
 def test_a_name_transliterated_to_another_s_key_takes_a_key_of_its_own(tmp_path, physical, keys):
     folder = write(tmp_path / "c", {f"{f}.odcs.yaml": contract(f, obj("t", physical=p)) for f, p in physical.items()})
-    loaded = load_contracts([folder], cron_rule=cron_refusal)
+    loaded = load_contracts([folder])
     assert not loaded.rejected
     found = {p.file.rsplit("/", 1)[-1].split(".")[0]: "/".join(o.asset_key) for p in loaded.plans for o in p.objects}
     assert {f: k for f, k in found.items() if f != "innocent"} == keys
@@ -159,7 +158,7 @@ BUILDS = [dict(contract_jobs=False, partition_jobs=True), dict(contract_jobs=Tru
 def test_an_attack_costs_only_the_contracts_that_make_it(tmp_path, attack):
     files, expected = ATTACKS[attack]
     folder = write(tmp_path / "c", files)
-    loaded = load_contracts([folder], cron_rule=cron_refusal)
+    loaded = load_contracts([folder])
     assert rejected_stems(loaded) == expected
     assets = {"/".join(o.asset_key) for r in loaded.rejected for o in r.plan.objects}
     for build in BUILDS:

@@ -68,13 +68,14 @@ def _latency(c: Clause) -> Outcome:
 
 def _not_temporal(prop: dict) -> str | None:
     """How a column is declared, when that declaration rules out a date or timestamp; else None
-    (undeclared, or a string whose physical type may still hold a timestamp: judged at run time)."""
+    (undeclared, or a string whose physical type is a date or time: judged at run time). A string
+    with no physicalType is text: no engine reads the age of text (every family alike)."""
     logical = str(prop.get("logicalType") or "").strip().lower()
     physical = str(prop.get("physicalType") or "").strip().lower()
     if logical in NOT_TEMPORAL:
         return f"logicalType {logical}"
-    if logical == "string" and physical and not re.search(r"date|time", physical):
-        return f"logicalType string, physicalType {physical}"
+    if logical == "string" and not re.search(r"date|time", physical):
+        return f"logicalType string, physicalType {physical}" if physical else "logicalType string"
     return None
 
 
