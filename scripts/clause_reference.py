@@ -123,7 +123,7 @@ ROWS = [
         "{name: email, logicalType: string, quality: [{metric: nullValues, mustBeLessThan: 5, unit: percent, "
         "customProperties: [{property: warnThreshold, value: {mustBeLessThan: 1}}]}]}"),
     Row("metric:missingValues", "`quality` metric `missingValues`", "the rows holding one of "
-        "`arguments.missingValues` (NULL only if listed; with no list, NULL), against the operator", PROPERTY,
+        "`arguments.missingValues` (NULL only if listed; with no list, NULL; an empty list, nothing), against the operator", PROPERTY,
         "{name: status, logicalType: string, quality: [{metric: missingValues, arguments: {missingValues: "
         "[null, '', n/a]}, mustBe: 0}]}"),
     Row("metric:invalidValues", "`quality` metric `invalidValues`", "the non-NULL values outside "
