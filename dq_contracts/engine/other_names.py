@@ -195,8 +195,7 @@ def classified_where_read(contract: ContractPlan, obj: ObjectPlan, engine: sa.En
         return out
 
     own = marks(obj.physical_name, [c.physical_name for c in obj.columns])
-    columns = tuple(_classified(c, own[c.physical_name]) if c.physical_name in own and not c.classified else c
-                    for c in obj.columns)
+    columns = _marked(obj.columns, own, lambda name: name)
     checks = tuple(_check_told(c, marks) for c in obj.checks)
     return obj if (columns, checks) == (obj.columns, obj.checks) else replace(obj, columns=columns, checks=checks)
 
@@ -208,8 +207,7 @@ def _iceberg_files(contract: ContractPlan, obj: ObjectPlan, lake: Any) -> Object
         classified = classified_below(contract, lake.location_of(obj.physical_name))
     except Exception:  # noqa: BLE001 - a table whose location cannot be told withholds everything
         classified = {c.physical_name.lower(): UNKNOWN for c in obj.columns}
-    columns = tuple(_classified(c, classified[c.physical_name.lower()])
-                    if c.physical_name.lower() in classified and not c.classified else c for c in obj.columns)
+    columns = _marked(obj.columns, classified, str.lower)
     return obj if columns == obj.columns else replace(obj, columns=columns)
 
 
@@ -253,6 +251,13 @@ def _other_tables(check: CheckPlan) -> list[str]:
     if check.kind == "sql":
         return list(check.params.get("tables") or {})
     return []
+
+
+def _marked(columns: tuple[ColumnPlan, ...], marks: dict[str, tuple[str, str]],
+            key: Callable[[str], str]) -> tuple[ColumnPlan, ...]:
+    """The columns, each not yet classified that `marks` names (by `key` of its physical name) classified."""
+    return tuple(_classified(c, marks[key(c.physical_name)]) if key(c.physical_name) in marks and not c.classified
+                 else c for c in columns)
 
 
 def _classified(column: ColumnPlan, mark: tuple[str, str]) -> ColumnPlan:
